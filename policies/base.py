@@ -1,0 +1,204 @@
+"""Membership bookkeeping shared by the topology-aware policies (BookKeeper's
+`TopologyAwareEnsemblePlacementPolicy`): known bookies, joins, departures, rack changes, weights.
+
+Spec: bookkeeper-rackaware.md §2.2 (onClusterChanged), §2.5 (rack change), §7.2 (updateBookieInfo).
+
+"Known" bookies are the writable bookies that joined successfully; only they are in the topology and
+only they are placed. Read-only bookies are tracked apart (read ordering only). A bookie whose
+location is invalid or of the wrong depth fails to join: it stays unknown, its reason is kept in
+`join_failures`, and it is retried at every later `on_cluster_changed`, as in BookKeeper.
+
+Subclasses override the `handle_bookies_that_left` / `handle_bookies_that_joined` hooks (the
+rack-aware wrapper forwards them to its stabilized secondary; region-aware to its per-region policies).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from typing import Any
+
+from .api import BookieInfo
+from .errors import InvalidLocationError, InvalidTopologyError, UnsupportedOperationError
+from .location import DEFAULT_RACK
+from .resolver import LocationResolver, RackInfo
+from .settings import PlacementSettings
+from .topology import NetworkTopology
+
+Clock = Callable[[], float]
+
+
+def write_sets(ensemble_size: int, write_quorum: int) -> list[list[int]]:
+    """Ensemble positions of each write set i: i, i+1, ..., i+W-1 (mod E) (round-robin striping)."""
+    return [[(i + j) % ensemble_size for j in range(write_quorum)] for i in range(ensemble_size)]
+
+
+def add_missing_indices(write_set: list[int], ensemble_size: int) -> list[int]:
+    """Append every ensemble index not in `write_set`, ascending (`WriteSet.addMissingIndices`)."""
+    present = set(write_set)
+    return write_set + [i for i in range(ensemble_size) if i not in present]
+
+
+class TopologyAwarePolicy:
+    """Known bookies, their locations and weights, kept up to date by membership callbacks.
+
+    Args:
+        settings: parsed configuration.
+        resolver: bookie -> location (the caller's mapping and rack info).
+        clock: event-time seconds; read at most once per public call.
+        features: runtime feature switches, read at decision time (0 or missing = off).
+        default_location: the location of unmapped bookies (the policy's default rack).
+    """
+
+    name = "topology-aware"
+    default_location = DEFAULT_RACK
+
+    def __init__(self, settings: PlacementSettings, resolver: LocationResolver, clock: Clock,
+                 features: MutableMapping[str, int], default_location: str | None = None) -> None:
+        self.settings = settings
+        self.resolver = resolver
+        self.clock = clock
+        self.features = features
+        if default_location is not None:
+            self.default_location = default_location
+        self.topology = NetworkTopology()
+        self.known: dict[str, str] = {}
+        self.readonly: frozenset[str] = frozenset()
+        self.weights: dict[str, int] = {}
+        self.join_failures: dict[str, str] = {}
+
+    # -- locations ------------------------------------------------------------------------------
+
+    def resolve_location(self, bookie: str) -> str:
+        """Resolve now: the resolver's answer or the default location (BookKeeper's decorator).
+
+        Raises:
+            InvalidLocationError: the resolver's answer is not a usable location.
+        """
+        location = self.resolver.resolve(bookie)
+        return self.default_location if location is None else location
+
+    def location_of(self, bookie: str) -> str:
+        """A known bookie's location, else a freshly resolved one (for excluded or departed bookies)."""
+        location = self.known.get(bookie)
+        return location if location is not None else self.resolve_location(bookie)
+
+    def is_feature_on(self, name: str) -> bool:
+        """A feature switch is on when its availability is > 0 (missing = off)."""
+        return bool(name) and int(self.features.get(name, 0) or 0) > 0
+
+    # -- membership -----------------------------------------------------------------------------
+
+    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
+        """Apply a membership snapshot; return the dead bookies (left and not read-only). Spec §2.2."""
+        writable_set = set(writable)
+        readonly_set = set(readonly)
+        left = sorted(self.known.keys() - writable_set)
+        joined = sorted(writable_set - self.known.keys())
+        dead = set(left) - readonly_set
+        self.handle_bookies_that_left(left)
+        self.handle_bookies_that_joined(joined)
+        for bookie in list(self.join_failures):
+            if bookie not in writable_set:
+                del self.join_failures[bookie]
+        # BK quirk kept only on request (spec App. A #2): Java never resets the read-only set to empty.
+        if readonly_set or not self.settings.keep_stale_readonly_set:
+            self.readonly = frozenset(readonly_set)
+        return dead
+
+    def handle_bookies_that_left(self, bookies: list[str]) -> None:
+        for bookie in bookies:
+            if self.known.pop(bookie, None) is not None:
+                self.topology.remove(bookie)
+                self.weights.pop(bookie, None)
+
+    def handle_bookies_that_joined(self, bookies: list[str]) -> None:
+        for bookie in bookies:
+            try:
+                location = self.resolve_location(bookie)
+                self.topology.add(bookie, location)
+            except (InvalidLocationError, InvalidTopologyError) as exc:
+                self.join_failures[bookie] = str(exc)
+                continue
+            self.join_failures.pop(bookie, None)
+            self.known[bookie] = location
+            if self.settings.disk_weighted:
+                self.weights.setdefault(bookie, 0)
+
+    def on_bookie_rack_change(self, bookies: Iterable[str]) -> None:
+        """Re-resolve known bookies whose mapping changed (spec §2.5); unknown bookies are ignored.
+
+        A move that fails (invalid location, wrong depth) leaves the bookie where it was and records
+        the reason in `join_failures`. (Java leaves it in its known set but out of the tree.)
+        """
+        for bookie in sorted(set(bookies)):
+            old = self.known.get(bookie)
+            if old is None:
+                continue
+            try:
+                new = self.resolve_location(bookie)
+            except InvalidLocationError as exc:
+                self.join_failures[bookie] = str(exc)
+                continue
+            if new == old:
+                continue
+            self.topology.remove(bookie)
+            try:
+                self.topology.add(bookie, new)
+            except (InvalidLocationError, InvalidTopologyError) as exc:
+                self.topology.add(bookie, old)
+                self.join_failures[bookie] = str(exc)
+                continue
+            self.join_failures.pop(bookie, None)
+            self.move_bookie(bookie, old, new)
+
+    def move_bookie(self, bookie: str, old: str, new: str) -> None:
+        """Hook after a known bookie changed location (the topology is already updated)."""
+        self.known[bookie] = new
+
+    def update_rack_info(self, rack_info: RackInfo) -> None:
+        """Replace Pulsar rack info and notify a rack change for every bookie listed before or after."""
+        changed = self.resolver.update_rack_info(rack_info)
+        self.on_bookie_rack_change(changed)
+
+    def update_bookie_info(self, infos: Mapping[str, BookieInfo]) -> None:
+        """Weights = free disk of every known bookie; unreported known bookies get 0 (spec §7.2).
+
+        Ignored when disk-weighted placement is off (BK bug fixed, spec App. A #11).
+        """
+        if not self.settings.disk_weighted:
+            return
+        self.weights = {bookie: (infos[bookie].free_disk if bookie in infos else 0) for bookie in self.known}
+
+    # -- queries for the cluster model -------------------------------------------------------------
+
+    def writable_bookies(self) -> frozenset[str]:
+        return frozenset(self.known)
+
+    def pending_leaves(self) -> dict[str, float]:
+        """Departed bookies still usable after a stabilization delay: bookie -> expiry time (s)."""
+        return {}
+
+    def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                          exclude: Iterable[str], current_ensemble: list[str], *, rng=None):
+        raise UnsupportedOperationError(f"the {self.name} policy does not implement replace_to_adhere")
+
+    # -- snapshots ------------------------------------------------------------------------------
+
+    def export_state(self) -> dict[str, Any]:
+        """JSON-able state that the membership callbacks cannot rebuild (see `import_state`)."""
+        return {
+            "known": dict(sorted(self.known.items())),
+            "readonly": sorted(self.readonly),
+            "weights": dict(sorted(self.weights.items())),
+            "join_failures": dict(sorted(self.join_failures.items())),
+        }
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        """Restore what `export_state` produced, into a freshly created policy."""
+        self.handle_bookies_that_left(sorted(self.known))
+        for bookie, location in sorted(state.get("known", {}).items()):
+            self.topology.add(bookie, location)
+            self.known[bookie] = location
+        self.readonly = frozenset(state.get("readonly", ()))
+        self.weights = dict(state.get("weights", {}))
+        self.join_failures = dict(state.get("join_failures", {}))

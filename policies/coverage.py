@@ -1,0 +1,220 @@
+"""Write-quorum coverage: the ensemble under construction that is also the placement predicate.
+
+Spec: bookkeeper-rackaware.md §4.6, bookkeeper-region-zone-isolation.md §0.5
+(BookKeeper's `RRTopologyAwareCoverageEnsemble`).
+
+Every position p of an ensemble of size E belongs to the write sets starting at p-W+1 .. p (mod E).
+A candidate may take position p only if each of those write sets accepts it:
+
+* rack-quorum rule: the first W - k + 1 members of a write set are free, every later member must keep
+  k = min(W, minNumRacksPerWriteQuorum) distinct locations reachable;
+* durability rule (region-aware with minimum regions M > 0): after adding, no M - 1 regions may hold
+  `ack_quorum` or more copies of the write set, so every acknowledged entry spans M regions.
+
+Locations are taken at a distance from the leaf: 1 = rack, 2 = region. The caller supplies `locate`,
+which answers that location for a bookie id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+Locate = Callable[[str], str]
+
+
+class RackQuorumCoverageSet:
+    """Distinct locations of one write set (BookKeeper `RackQuorumCoverageSet`)."""
+
+    __slots__ = ("write_quorum", "min_racks", "racks", "seen")
+
+    def __init__(self, write_quorum: int, min_racks: int) -> None:
+        self.write_quorum = write_quorum
+        self.min_racks = min(write_quorum, min_racks)
+        self.racks: set[str] = set()
+        self.seen = 0
+
+    def accepts(self, location: str) -> bool:
+        if self.write_quorum < 2:
+            return True
+        k = self.min_racks
+        if self.seen + k - 1 < self.write_quorum:
+            return True
+        n = len(self.racks) if location in self.racks else len(self.racks) + 1
+        return n >= k or (self.write_quorum - self.seen - 1) >= (k - n)
+
+    def add(self, location: str) -> None:
+        self.seen += 1
+        self.racks.add(location)
+
+    def copy(self) -> RackQuorumCoverageSet:
+        other = RackQuorumCoverageSet.__new__(RackQuorumCoverageSet)
+        other.write_quorum = self.write_quorum
+        other.min_racks = self.min_racks
+        other.racks = set(self.racks)
+        other.seen = self.seen
+        return other
+
+
+class DurabilityCoverageSet:
+    """Copies per region of one write set (BookKeeper `RackOrRegionDurabilityCoverageSet`)."""
+
+    __slots__ = ("ack_quorum", "min_durability", "alloc")
+
+    def __init__(self, regions: Iterable[str], min_durability: int, ack_quorum: int) -> None:
+        self.ack_quorum = ack_quorum
+        self.min_durability = min_durability
+        self.alloc: dict[str, int] = {region: 0 for region in regions}
+
+    @staticmethod
+    def region_of(location: str) -> str:
+        return location[1:] if location.startswith("/") else location
+
+    def accepts(self, location: str) -> bool:
+        if self.min_durability <= 1:
+            return True
+        region = self.region_of(location)
+        # The worst group of M-2 other regions is the one holding the most copies.
+        others = sorted((n for r, n in self.alloc.items() if r != region), reverse=True)
+        worst = sum(others[: self.min_durability - 2])
+        return self.alloc.get(region, 0) + 1 + worst <= self.ack_quorum - 1
+
+    def add(self, location: str) -> None:
+        region = self.region_of(location)
+        self.alloc[region] = self.alloc.get(region, 0) + 1
+
+    def copy(self) -> DurabilityCoverageSet:
+        other = DurabilityCoverageSet.__new__(DurabilityCoverageSet)
+        other.ack_quorum = self.ack_quorum
+        other.min_durability = self.min_durability
+        other.alloc = dict(self.alloc)
+        return other
+
+
+class CoverageEnsemble:
+    """An ensemble under construction; `apply` is the coverage predicate, `add_node` records a pick.
+
+    Args:
+        ensemble_size, write_quorum, ack_quorum: the ledger's E, W, A.
+        min_racks: `minNumRacksPerWriteQuorum` (the rack-quorum rule uses min(W, min_racks)).
+        locate: bookie id -> location at this ensemble's distance (rack or region).
+        parent, parent_predicate: an outer ensemble (region level) that must also accept and record.
+        regions: every region name, for the durability rule.
+        min_durability: M; > 0 selects the durability rule.
+    """
+
+    __slots__ = ("ensemble_size", "write_quorum", "ack_quorum", "min_racks", "locate", "parent",
+                 "parent_predicate", "regions", "min_durability", "chosen", "_chosen_set", "_sets")
+
+    def __init__(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_racks: int,
+                 locate: Locate, parent: CoverageEnsemble | None = None,
+                 parent_predicate: CoverageEnsemble | None = None,
+                 regions: Iterable[str] = (), min_durability: int = 0) -> None:
+        self.ensemble_size = ensemble_size
+        self.write_quorum = write_quorum
+        self.ack_quorum = ack_quorum
+        self.min_racks = min_racks
+        self.locate = locate
+        self.parent = parent
+        self.parent_predicate = parent_predicate
+        self.regions = tuple(regions)
+        self.min_durability = min_durability
+        self.chosen: list[str] = []
+        self._chosen_set: set[str] = set()
+        self._sets: list[RackQuorumCoverageSet | DurabilityCoverageSet | None] = [None] * max(ensemble_size, 1)
+
+    def _indices(self, position: int) -> Iterable[int]:
+        if self.ensemble_size == self.write_quorum and self.min_durability > 0:
+            return (0,)
+        e = self.ensemble_size
+        return [(i + e) % e for i in range(position - self.write_quorum + 1, position + 1)]
+
+    def _set(self, index: int) -> RackQuorumCoverageSet | DurabilityCoverageSet:
+        found = self._sets[index]
+        if found is None:
+            if self.min_durability > 0:
+                found = DurabilityCoverageSet(self.regions, self.min_durability, self.ack_quorum)
+            else:
+                found = RackQuorumCoverageSet(self.write_quorum, self.min_racks)
+            self._sets[index] = found
+        return found
+
+    def apply(self, candidate: str, ensemble: object) -> bool:
+        """Whether `candidate` may take the next position (BookKeeper `Predicate.apply`)."""
+        if ensemble is not self or candidate in self._chosen_set:
+            return False
+        location = self.locate(candidate)
+        for index in self._indices(len(self.chosen)):
+            if not self._set(index).accepts(location):
+                return False
+        if self.parent_predicate is not None:
+            return self.parent_predicate.apply(candidate, self.parent)
+        return True
+
+    def accepts(self, candidate: str) -> bool:
+        """`apply(candidate, self)`: the form selection primitives call."""
+        return self.apply(candidate, self)
+
+    def add_node(self, bookie: str) -> bool:
+        """Record `bookie` at the next position; False if it is already chosen (or the parent refuses)."""
+        if bookie in self._chosen_set:
+            return False
+        location = self.locate(bookie)
+        for index in self._indices(len(self.chosen)):
+            self._set(index).add(location)
+        self.chosen.append(bookie)
+        self._chosen_set.add(bookie)
+        if self.parent is not None:
+            return self.parent.add_node(bookie)
+        return True
+
+    def __len__(self) -> int:
+        return len(self.chosen)
+
+    def __contains__(self, bookie: object) -> bool:
+        return bookie in self._chosen_set
+
+    def to_list(self) -> list[str]:
+        return list(self.chosen)
+
+    def copy(self) -> CoverageEnsemble:
+        """A deep copy of the chosen list and coverage sets; parent links are shared (as in Java)."""
+        other = CoverageEnsemble.__new__(CoverageEnsemble)
+        for name in ("ensemble_size", "write_quorum", "ack_quorum", "min_racks", "locate", "parent",
+                     "parent_predicate", "regions", "min_durability"):
+            setattr(other, name, getattr(self, name))
+        other.chosen = list(self.chosen)
+        other._chosen_set = set(self._chosen_set)
+        other._sets = [s.copy() if s is not None else None for s in self._sets]
+        return other
+
+    def validate(self) -> bool:
+        """No duplicates and, with a durability minimum M, at least M distinct locations."""
+        if len(self._chosen_set) != len(self.chosen):
+            return False
+        if self.min_durability > 0:
+            return len({self.locate(b) for b in self.chosen}) >= self.min_durability
+        return True
+
+
+class NoConstraintsEnsemble:
+    """Accepts everything and records nothing (BookKeeper `EnsembleForReplacementWithNoConstraints`)."""
+
+    __slots__ = ()
+
+    def apply(self, candidate: str, ensemble: object) -> bool:
+        return True
+
+    def accepts(self, candidate: str) -> bool:
+        return True
+
+    def add_node(self, bookie: str) -> bool:
+        return True
+
+    def to_list(self) -> list[str]:
+        return []
+
+    def validate(self) -> bool:
+        return True
+
+
+NO_CONSTRAINTS = NoConstraintsEnsemble()
