@@ -1,0 +1,88 @@
+"""The streaming query: sources -> (cluster, shard) groups -> `state.step` -> outputs.
+
+Sources are normalised to the columns of `stateful.INPUT_COLUMNS` before grouping:
+`value` (the record text), the ordering key `o1, o2, o3` (arrival order inside a batch) and the source
+identity `src_name, src_part, src_pos` (file and line, or topic, partition and offset).
+
+Sharding (`engine.shardsPerCluster = N`): every cluster event is sent to all N shards of its cluster,
+a request to shard `pmod(xxhash64(request_id), N)`, so one big cluster's requests spread over N
+groups while each shard sees the full topology.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.state import GroupStateTimeout
+
+from events import REQUEST_TYPES
+
+from .settings import EngineSettings
+from .stateful import INPUT_COLUMNS, OUTPUT_DDL, STATE_DDL, make_state_function
+
+
+def _shard_column(shards: int) -> Column:
+    if shards <= 1:
+        return F.lit(0)
+    record_type = F.get_json_object("value", "$.type")
+    request_id = F.coalesce(F.get_json_object("value", "$.request_id"), F.lit(""))
+    is_request = record_type.isin(*sorted(REQUEST_TYPES))
+    return F.when(is_request, F.array(F.pmod(F.xxhash64(request_id), F.lit(shards)).cast("int"))) \
+        .otherwise(F.sequence(F.lit(0), F.lit(shards - 1)))
+
+
+def place(records: DataFrame, conf: Mapping[str, str], settings: EngineSettings, source_kind: str,
+          files: Sequence[str] = ()) -> DataFrame:
+    """Group normalised records by (cluster, shard) and run the cluster model over them.
+
+    Returns a streaming DataFrame of `kind, cluster, id, value` (value = output JSON).
+    """
+    shards = settings.shards_per_cluster
+    keyed = records.withColumn("cluster", F.coalesce(F.get_json_object("value", "$.cluster"), F.lit("")))
+    if shards > 1:
+        keyed = keyed.withColumn("shard", F.explode(_shard_column(shards)))
+    else:
+        keyed = keyed.withColumn("shard", F.lit(0))
+    keyed = keyed.select(*INPUT_COLUMNS)
+    function = make_state_function(conf, source_kind, shards, files)
+    return keyed.groupBy("cluster", "shard").applyInPandasWithState(
+        function, OUTPUT_DDL, STATE_DDL, "append", GroupStateTimeout.NoTimeout)
+
+
+def kafka_records(spark: SparkSession, settings: EngineSettings) -> DataFrame:
+    """Events and requests topics, read with the configured connector, normalised for `place`."""
+    topics = [settings.events_topic, settings.requests_topic]
+    reader = spark.readStream
+    if settings.kafka_connector == "native":
+        reader = reader.format("kafka").option("kafka.bootstrap.servers", settings.bootstrap_servers)
+    else:
+        reader = reader.format("placement-kafka").option("kafka.bootstrap.servers", settings.bootstrap_servers) \
+            .option("endOffsetProbe", settings.end_offset_probe)
+        if settings.consumer_group:
+            reader = reader.option("commitGroup", settings.consumer_group)
+    reader = reader.option("subscribe", ",".join(topics)).option("startingOffsets", settings.starting_offsets)
+    if settings.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
+    for key, value in sorted(settings.kafka_client.items()):
+        reader = reader.option(f"kafka.{key}", value)
+    raw = reader.load()
+    rank = F.when(F.col("topic") == settings.events_topic, F.lit(0)).otherwise(F.lit(1))
+    return raw.select(
+        F.col("value").cast("string").alias("value"),
+        rank.cast("long").alias("o1"),
+        F.col("partition").cast("long").alias("o2"),
+        F.col("offset").cast("long").alias("o3"),
+        F.col("topic").alias("src_name"),
+        F.col("partition").cast("int").alias("src_part"),
+        F.col("offset").cast("long").alias("src_pos"),
+    )
+
+
+def kafka_outputs(outputs: DataFrame, settings: EngineSettings) -> DataFrame:
+    """Outputs as Kafka rows: topic by kind, key = cluster, value = JSON."""
+    topic = F.when(F.col("kind") == "decision", F.lit(settings.decisions_topic)) \
+        .when(F.col("kind") == "alert", F.lit(settings.alerts_topic)) \
+        .otherwise(F.lit(settings.dead_letters_topic))
+    return outputs.select(topic.alias("topic"), F.col("cluster").alias("key"), F.col("value"))

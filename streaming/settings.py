@@ -1,0 +1,154 @@
+"""The engine's own keys (`engine.*`) -> frozen `EngineSettings`; only this module spells them.
+
+Unknown `engine.*` keys, bad values and a missing required key raise `ConfigError` naming the key, at
+start-up, before Spark starts. Keys outside `engine.*` are BookKeeper/Pulsar placement keys: they are
+validated by building the placement policy once (`check_placement_conf`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .config import ConfigError
+
+DEFAULTS: dict[str, str] = {
+    "engine.seed": "0",
+    "engine.spark.master": "local[2]",
+    "engine.spark.shufflePartitions": "2",
+    "engine.trigger.seconds": "1",
+    "engine.checkpointLocation": "",
+    "engine.shardsPerCluster": "1",
+    "engine.kafka.bootstrapServers": "",
+    "engine.kafka.eventsTopic": "placement-events",
+    "engine.kafka.requestsTopic": "placement-requests",
+    "engine.kafka.decisionsTopic": "placement-decisions",
+    "engine.kafka.alertsTopic": "placement-alerts",
+    "engine.kafka.deadLettersTopic": "placement-dead-letters",
+    "engine.kafka.startingOffsets": "earliest",
+    "engine.kafka.maxOffsetsPerTrigger": "",
+    "engine.kafka.consumerGroup": "placement-engine",
+    "engine.kafka.connector": "python",
+    "engine.kafka.endOffsetProbe": "fetch",
+    "engine.alerts.kafkaMode": "binary",
+    "engine.replay.recordsPerTrigger": "50000",
+}
+"""Every engine key the streaming layer reads, with its default (the README lists them)."""
+
+KAFKA_CLIENT_PREFIX = "engine.kafka.client."
+"""`engine.kafka.client.<librdkafka property>` is passed to every Kafka consumer and producer."""
+
+
+def _int(conf: Mapping[str, str], key: str, minimum: int) -> int:
+    value = conf.get(key, DEFAULTS[key])
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise ConfigError(f"{key}: expected an integer >= {minimum}, got {value!r}") from None
+    if number < minimum:
+        raise ConfigError(f"{key}: expected an integer >= {minimum}, got {value!r}")
+    return number
+
+
+def _choice(conf: Mapping[str, str], key: str, choices: tuple[str, ...]) -> str:
+    value = str(conf.get(key, DEFAULTS[key])).strip()
+    if value not in choices:
+        raise ConfigError(f"{key}: expected one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineSettings:
+    """Streaming-layer settings (see DEFAULTS for keys and defaults)."""
+
+    seed: int = 0
+    spark_master: str = "local[2]"
+    shuffle_partitions: int = 2
+    trigger_seconds: float = 1.0
+    checkpoint_location: str = ""
+    shards_per_cluster: int = 1
+    bootstrap_servers: str = ""
+    events_topic: str = "placement-events"
+    requests_topic: str = "placement-requests"
+    decisions_topic: str = "placement-decisions"
+    alerts_topic: str = "placement-alerts"
+    dead_letters_topic: str = "placement-dead-letters"
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int | None = None
+    consumer_group: str = "placement-engine"
+    kafka_connector: str = "python"
+    end_offset_probe: str = "fetch"
+    alerts_kafka_mode: str = "binary"
+    replay_records_per_trigger: int = 50000
+    kafka_client: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, str], extra_known: frozenset[str] = frozenset()) -> EngineSettings:
+        """Parse the `engine.*` keys; `extra_known` are engine keys read by other layers (the model)."""
+        for key in conf:
+            if key.startswith("engine.") and key not in DEFAULTS and key not in extra_known \
+                    and not key.startswith(KAFKA_CLIENT_PREFIX):
+                raise ConfigError(f"{key}: unknown engine key; known keys are listed in conf/engine.properties")
+        trigger = str(conf.get("engine.trigger.seconds", DEFAULTS["engine.trigger.seconds"])).strip()
+        try:
+            trigger_seconds = float(trigger)
+        except ValueError:
+            raise ConfigError(f"engine.trigger.seconds: expected a number of seconds >= 0, got {trigger!r}") from None
+        if trigger_seconds < 0:
+            raise ConfigError(f"engine.trigger.seconds: expected a number of seconds >= 0, got {trigger!r}")
+        max_offsets = str(conf.get("engine.kafka.maxOffsetsPerTrigger", "")).strip()
+        starting = str(conf.get("engine.kafka.startingOffsets", "earliest")).strip()
+        if starting not in ("earliest", "latest") and not starting.startswith("{"):
+            raise ConfigError("engine.kafka.startingOffsets: expected earliest, latest or a JSON object "
+                              f"{{\"topic\": {{\"0\": offset}}}}, got {starting!r}")
+        return cls(
+            seed=_int(conf, "engine.seed", minimum=-(2 ** 63)),
+            spark_master=str(conf.get("engine.spark.master", DEFAULTS["engine.spark.master"])).strip(),
+            shuffle_partitions=_int(conf, "engine.spark.shufflePartitions", minimum=1),
+            trigger_seconds=trigger_seconds,
+            checkpoint_location=str(conf.get("engine.checkpointLocation", "")).strip(),
+            shards_per_cluster=_int(conf, "engine.shardsPerCluster", minimum=1),
+            bootstrap_servers=str(conf.get("engine.kafka.bootstrapServers", "")).strip(),
+            events_topic=str(conf.get("engine.kafka.eventsTopic", DEFAULTS["engine.kafka.eventsTopic"])).strip(),
+            requests_topic=str(conf.get("engine.kafka.requestsTopic", DEFAULTS["engine.kafka.requestsTopic"])).strip(),
+            decisions_topic=str(conf.get("engine.kafka.decisionsTopic",
+                                         DEFAULTS["engine.kafka.decisionsTopic"])).strip(),
+            alerts_topic=str(conf.get("engine.kafka.alertsTopic", DEFAULTS["engine.kafka.alertsTopic"])).strip(),
+            dead_letters_topic=str(conf.get("engine.kafka.deadLettersTopic",
+                                            DEFAULTS["engine.kafka.deadLettersTopic"])).strip(),
+            starting_offsets=starting,
+            max_offsets_per_trigger=_int(conf, "engine.kafka.maxOffsetsPerTrigger", minimum=1) if max_offsets else None,
+            consumer_group=str(conf.get("engine.kafka.consumerGroup", DEFAULTS["engine.kafka.consumerGroup"])).strip(),
+            kafka_connector=_choice(conf, "engine.kafka.connector", ("python", "native")),
+            end_offset_probe=_choice(conf, "engine.kafka.endOffsetProbe", ("fetch", "list")),
+            alerts_kafka_mode=_choice(conf, "engine.alerts.kafkaMode", ("binary", "structured")),
+            replay_records_per_trigger=_int(conf, "engine.replay.recordsPerTrigger", minimum=1),
+            kafka_client={k[len(KAFKA_CLIENT_PREFIX):]: str(v) for k, v in conf.items()
+                          if k.startswith(KAFKA_CLIENT_PREFIX)},
+        )
+
+    def require_kafka(self) -> None:
+        """`run` needs a broker and topic names."""
+        if not self.bootstrap_servers:
+            raise ConfigError("engine.kafka.bootstrapServers: required by `run` (host:port[,host:port]); "
+                              "set it in the --conf file or with --set")
+        for key, value in (("engine.kafka.eventsTopic", self.events_topic),
+                           ("engine.kafka.requestsTopic", self.requests_topic),
+                           ("engine.kafka.decisionsTopic", self.decisions_topic),
+                           ("engine.kafka.alertsTopic", self.alerts_topic),
+                           ("engine.kafka.deadLettersTopic", self.dead_letters_topic)):
+            if not value:
+                raise ConfigError(f"{key}: must name a Kafka topic")
+        if not self.checkpoint_location:
+            raise ConfigError("engine.checkpointLocation: required by `run` (a durable directory, e.g. on HDFS "
+                              "or S3, where Spark keeps offsets and state); set it in the --conf file")
+
+
+def check_placement_conf(conf: Mapping[str, str]) -> None:
+    """Build the placement policy once so a bad BookKeeper/Pulsar key stops the job at start-up."""
+    from policies import create_policy
+
+    try:
+        create_policy({k: v for k, v in conf.items() if not k.startswith("engine.")})
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
