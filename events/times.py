@@ -1,0 +1,154 @@
+"""Record times: ISO-8601 with a zone, or epoch milliseconds, to int milliseconds and back.
+
+CONTRACT.md §2: "Times are ISO-8601 strings with a zone or integer epoch milliseconds ... a time
+without a zone is invalid." This module is the one place that reads and writes times; the rest of
+the engine works in integer epoch milliseconds (UTC) and never reads the wall clock (STYLE R3).
+
+Accepted strings (the grammar, ASCII digits only)::
+
+    YYYY-MM-DD ( "T" | "t" | " " ) hh:mm:ss [ ("." | ",") 1-9 digits ] ( "Z" | "z" | ±hh | ±hhmm | ±hh:mm )
+
+Fractions finer than a millisecond are truncated (towards the past). Rejected: no zone, reduced
+precision (``03:00`` without seconds), leap second ``:60``, hour ``24``, impossible dates, zone
+offsets of 24 hours or more, times before 1970-01-01T00:00:00Z or after 9999-12-31T23:59:59.999Z.
+
+Accepted numbers: non-negative integer epoch milliseconds up to ``MAX_TIME_MS``, also written as a
+float without a fraction (``1.7e12``). Rejected: booleans, fractional or non-finite floats,
+negative numbers, and digits inside a string.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import date, datetime, timedelta, timezone
+
+from events.dead_letter import Reason
+from events.errors import EventError, describe
+from events.limits import MAX_TIME_MS
+
+_ISO_TIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)"
+).fullmatch
+
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+_MS_PER_DAY = 86_400_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_ONE_MS = timedelta(milliseconds=1)
+_fromisoformat = datetime.fromisoformat
+
+_EXPECTED = "expected an ISO-8601 time with a zone (like 2026-11-22T03:00:00.000Z) or epoch milliseconds"
+
+
+def _invalid(field: str, value: object, why: str = "") -> EventError:
+    tail = f" ({why})" if why else ""
+    return EventError(Reason.INVALID_TIME, f"{field}: {_EXPECTED}, got {describe(value)}{tail}")
+
+
+def parse_time_ms(value: object, field: str = "time") -> int:
+    """Read a contract time into epoch milliseconds (UTC).
+
+    Cost: O(1); one precompiled regex match for strings.
+
+    Args:
+        value: an ISO-8601 string with a zone, or integer epoch milliseconds.
+        field: the field name used in the error message.
+
+    Returns:
+        Milliseconds since 1970-01-01T00:00:00Z, in ``[0, MAX_TIME_MS]``.
+
+    Raises:
+        EventError: (a ``ValueError``) with reason ``INVALID_TIME``, naming what was wrong.
+
+    >>> parse_time_ms("2026-11-22T04:00:00.250+01:00")
+    1795316400250
+    """
+    if type(value) is int:
+        if 0 <= value <= MAX_TIME_MS:
+            return value
+        raise _invalid(field, value, "before 1970" if value < 0 else "after the year 9999")
+    if isinstance(value, str):
+        return _parse_iso(value, field)
+    if isinstance(value, bool):
+        raise _invalid(field, value, "a boolean is not a time")
+    if isinstance(value, int):  # an int subclass from a mapping input
+        return parse_time_ms(int(value), field)
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            raise _invalid(field, value, "epoch milliseconds must be a whole number")
+        return parse_time_ms(int(value), field)
+    raise _invalid(field, value)
+
+
+def _parse_iso(text: str, field: str) -> int:
+    n = len(text)
+    # Fast path for the two forms producers write most ("...:00Z", "...:00.000Z"): the fixed
+    # positions pin the layout, and the C parser checks the digits, ranges and calendar.
+    if not (
+        (n == 24 and text[19] == "." or n == 20)
+        and text[-1] == "Z"
+        and text[10] == "T"
+        and text[4] == "-"
+        and text[7] == "-"
+        and text[13] == ":"
+        and text[16] == ":"
+    ):
+        # General path: the grammar is ours (the module docstring); datetime.fromisoformat accepts
+        # more (basic and week dates, any separator, no zone), so it only runs after the match.
+        if _ISO_TIME(text) is None:
+            raise _invalid(field, text, _iso_hint(text))
+        if text[-1] == "z":
+            text = text[:-1] + "Z"
+    try:
+        # Flooring the whole difference equals truncating the fraction: the rest is whole seconds.
+        ms = (_fromisoformat(text) - _EPOCH) // _ONE_MS
+    except ValueError as exc:  # a date that does not exist, hour 24, second 60, offset >= 24h
+        if _ISO_TIME(text) is None:  # only possible on the fast path (e.g. non-ASCII digits)
+            raise _invalid(field, text, _iso_hint(text)) from None
+        why = "zone offset must be less than 24 hours" if "offset" in str(exc) else str(exc)
+        raise _invalid(field, text, why) from None
+    if not 0 <= ms <= MAX_TIME_MS:
+        raise _invalid(field, text, "before 1970" if ms < 0 else "after the year 9999")
+    return ms
+
+
+def _iso_hint(text: str) -> str:
+    """Say why a string is not an accepted time (error path only)."""
+    if text.strip() != text:
+        return "surrounding whitespace"
+    if text.isdigit():
+        return "epoch milliseconds must be a JSON number, not a string"
+    head = re.match(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?", text, re.ASCII)
+    if head is not None and head.end() == len(text):
+        return "no zone; add Z or an offset such as +00:00"
+    if head is not None and "." in text and len(text.split(".", 1)[1].rstrip("Zz+-:0123456789")) == 0:
+        return "at most 9 fraction digits"
+    return "not in the accepted form YYYY-MM-DDThh:mm:ss[.fff]<zone>"
+
+
+def format_time(ms: int) -> str:
+    """Render epoch milliseconds as ISO-8601 UTC with milliseconds and ``Z``.
+
+    Args:
+        ms: epoch milliseconds in ``[0, MAX_TIME_MS]`` (a valid ``time_ms``).
+
+    Returns:
+        For example ``"2026-11-22T03:00:00.000Z"``; ``parse_time_ms(format_time(ms)) == ms``.
+
+    Raises:
+        EventError: (a ``ValueError``) with reason ``INVALID_TIME`` when ``ms`` is not an int in range.
+    """
+    if isinstance(ms, bool) or not isinstance(ms, int) or not 0 <= ms <= MAX_TIME_MS:
+        raise EventError(
+            Reason.INVALID_TIME,
+            f"ms: expected integer epoch milliseconds between 0 and {MAX_TIME_MS}, got {describe(ms)}",
+        )
+    days, rest = divmod(int(ms), _MS_PER_DAY)
+    d = date.fromordinal(days + _EPOCH_ORDINAL)
+    hour, rest = divmod(rest, 3_600_000)
+    minute, rest = divmod(rest, 60_000)
+    second, milli = divmod(rest, 1000)
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{hour:02d}:{minute:02d}:{second:02d}.{milli:03d}Z"
+
+
+__all__ = ["format_time", "parse_time_ms"]
