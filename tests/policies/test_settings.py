@@ -1,0 +1,81 @@
+"""Configuration keys are read verbatim, strings parsed, and bad values rejected naming the key."""
+
+import pytest
+
+from policies import create_policy
+from policies.settings import PlacementSettings, policy_name
+
+
+def test_defaults_match_bookkeeper():
+    s = PlacementSettings.from_conf({})
+    assert s.policy == "rackaware"
+    assert s.min_racks_per_write_quorum == 2
+    assert s.enforce_min_racks is False
+    assert s.stabilize_period_s == 0
+    assert s.disk_weighted is False and s.max_weight_multiple == 3
+    assert s.min_zones_per_write_quorum == 2 and s.desired_zones_per_write_quorum == 3
+    assert s.strict_zoneaware is True
+    assert s.failure_history_expiration_ms == 60000
+    assert s.isolation_groups is None
+
+
+@pytest.mark.parametrize("name, short", [
+    ("org.apache.bookkeeper.client.RackawareEnsemblePlacementPolicy", "rackaware"),
+    ("org.apache.bookkeeper.client.RegionAwareEnsemblePlacementPolicy", "regionaware"),
+    ("org.apache.bookkeeper.client.ZoneawareEnsemblePlacementPolicy", "zoneaware"),
+    ("org.apache.bookkeeper.client.DefaultEnsemblePlacementPolicy", "default"),
+    ("org.apache.pulsar.bookie.rackawareness.IsolatedBookieEnsemblePlacementPolicy", "isolated"),
+    ("rackaware", "rackaware"), ("RegionAware", "regionaware"), ("isolated", "isolated"),
+])
+def test_policy_names(name, short):
+    assert policy_name(name) == short
+
+
+def test_unknown_policy_names_the_key():
+    with pytest.raises(ValueError, match="ensemblePlacementPolicy"):
+        create_policy({"ensemblePlacementPolicy": "org.example.Nope"})
+
+
+def test_string_values_are_parsed():
+    s = PlacementSettings.from_conf({
+        "minNumRacksPerWriteQuorum": " 3 ", "enforceMinNumRacksPerWriteQuorum": "TRUE",
+        "networkTopologyStabilizePeriodSeconds": "30", "reppRegionsToWrite": "r1;r2;r3",
+        "bookkeeperClientIsolationGroups": "g1, g2", "diskWeightBasedPlacementEnabled": "false",
+    })
+    assert s.min_racks_per_write_quorum == 3
+    assert s.enforce_min_racks is True
+    assert s.stabilize_period_s == 30
+    assert s.regions_to_write == ("r1", "r2", "r3")
+    assert s.isolation_groups == ("g1", "g2")
+    assert s.disk_weighted is False
+
+
+@pytest.mark.parametrize("key, value", [
+    ("minNumRacksPerWriteQuorum", "two"),
+    ("minNumRacksPerWriteQuorum", True),
+    ("enforceMinNumRacksPerWriteQuorum", "maybe"),
+    ("networkTopologyStabilizePeriodSeconds", "-1"),
+    ("diskWeightBasedPlacementEnabled", 3),
+    ("localNodeLocation", "rack1"),
+])
+def test_bad_values_raise_value_error_naming_the_key(key, value):
+    with pytest.raises(ValueError, match=key):
+        PlacementSettings.from_conf({key: value})
+
+
+def test_impossible_zone_combination_names_a_key():
+    with pytest.raises(ValueError, match="minNumZonesPerWriteQuorum"):
+        PlacementSettings.from_conf({"minNumZonesPerWriteQuorum": "4", "desiredNumZonesPerWriteQuorum": "3"})
+
+
+def test_too_few_regions_for_durability_names_a_key():
+    with pytest.raises(ValueError, match="reppRegionsToWrite"):
+        PlacementSettings.from_conf({"ensemblePlacementPolicy": "regionaware", "reppRegionsToWrite": "r1",
+                                     "reppMinimumRegionsForDurability": "2"})
+
+
+def test_pulsar_and_bookkeeper_spellings_of_isolation_groups():
+    assert PlacementSettings.from_conf({"isolationBookieGroups": "a,b"}).isolation_groups == ("a", "b")
+    s = PlacementSettings.from_conf({"bookkeeperClientIsolationGroups": "x",
+                                     "bookkeeperClientSecondaryIsolationGroups": "y,z"})
+    assert s.isolation_groups == ("x",) and s.secondary_isolation_groups == ("y", "z")
