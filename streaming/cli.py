@@ -109,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=7, help="seed of the generated scenario")
     demo.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     demo.set_defaults(func=cmd_demo)
+
+    from .alert_consumer import add_parser as add_alerts_parser
+
+    add_alerts_parser(sub)
     return parser
 
 

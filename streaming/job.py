@@ -80,9 +80,33 @@ def kafka_records(spark: SparkSession, settings: EngineSettings) -> DataFrame:
     )
 
 
+CLOUDEVENT_HEADERS = (("ce_specversion", "$.specversion"), ("ce_id", "$.id"), ("ce_source", "$.source"),
+                      ("ce_type", "$.type"), ("ce_subject", "$.subject"), ("ce_time", "$.time"))
+
+
 def kafka_outputs(outputs: DataFrame, settings: EngineSettings) -> DataFrame:
-    """Outputs as Kafka rows: topic by kind, key = cluster, value = JSON."""
+    """Outputs as Kafka rows: topic by kind, key = cluster, value = JSON.
+
+    Alerts follow the CloudEvents Kafka binding chosen by `engine.alerts.kafkaMode`: `binary` puts the
+    attributes in `ce_*` headers and the event's `data` in the value; `structured` sends the whole event
+    as the value with `content-type: application/cloudevents+json`.
+    """
+    is_alert = F.col("kind") == "alert"
     topic = F.when(F.col("kind") == "decision", F.lit(settings.decisions_topic)) \
-        .when(F.col("kind") == "alert", F.lit(settings.alerts_topic)) \
+        .when(is_alert, F.lit(settings.alerts_topic)) \
         .otherwise(F.lit(settings.dead_letters_topic))
-    return outputs.select(topic.alias("topic"), F.col("cluster").alias("key"), F.col("value"))
+
+    def header(name: str, value: Column) -> Column:
+        return F.struct(F.lit(name).alias("key"), value.cast("binary").alias("value"))
+
+    if settings.alerts_kafka_mode == "binary":
+        alert_headers = F.array(*[header(name, F.get_json_object("value", path)) for name, path in CLOUDEVENT_HEADERS],
+                                header("content-type", F.lit("application/json")))
+        alert_headers = F.filter(alert_headers, lambda h: h["value"].isNotNull())
+        value = F.when(is_alert, F.get_json_object("value", "$.data")).otherwise(F.col("value"))
+    else:
+        alert_headers = F.array(header("content-type", F.lit("application/cloudevents+json")))
+        value = F.col("value")
+    plain = F.array(header("content-type", F.lit("application/json")))
+    return outputs.select(topic.alias("topic"), F.col("cluster").alias("key"), value.alias("value"),
+                          F.when(is_alert, alert_headers).otherwise(plain).alias("headers"))
