@@ -1,0 +1,694 @@
+"""The zone-aware policy (BookKeeper's `ZoneawareEnsemblePlacementPolicy` and its `...Impl`).
+
+Spec: bookkeeper-region-zone-isolation.md §3 (this module), §0.2-§0.3 (locations, write sets),
+§5 (keys); bookkeeper-rackaware.md §2 (membership), §7 (disk weights).
+
+Bookies live at `/zone/upgradedomain`. A *zone* is the fault domain: every write quorum should span
+`D = min(W, desiredNumZonesPerWriteQuorum)` zones and must span `minNumZonesPerWriteQuorum`. An
+*upgrade domain* (UD) is a group of bookies of one zone that may be taken down together for
+patching: two bookies of one zone inside a write quorum must not share their UD.
+
+Two modes (`enforceStrictZoneawarePlacement`, default true):
+
+* strict: bookies of the default fault domain are never chosen; each slot is filled by `fill(index)`
+  (§3.4), which looks at the slot's neighbours in the ring of write sets;
+* non-strict: E distinct bookies drawn at random (default fault domain included).
+
+Either way the answer carries the §3.6 adherence (MEETS_STRICT / MEETS_SOFT / FAIL).
+
+Cost: the candidates of a slot are unions of whole `/zone/ud` racks, read from an index built once
+per membership change; a pick costs O(racks + excluded bookies), not O(bookies) (the disk-weighted
+pick enumerates its candidates, as BookKeeper's does).
+
+Stabilization (§3.8, `networkTopologyStabilizePeriodSeconds` > 0): a departed bookie stays usable
+for that many seconds of the injected clock, but only as a second attempt when the live cluster
+cannot satisfy a `new_ensemble` / `replace_bookie`. `PendingDepartures` below keeps those bookies.
+# TODO(merge): the rack-aware developer's `policies/stabilize.py` implements the same idea for the
+# rack-aware policy; the two may be merged later.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .api import Adherence, HealthInfo, PlacementResult
+from .base import Clock, TopologyAwarePolicy, add_missing_indices
+from .errors import InvalidLocationError, NotEnoughBookiesError
+from .location import (DEFAULT_UPGRADEDOMAIN, DEFAULT_ZONE, DEFAULT_ZONE_AND_UPGRADEDOMAIN, components,
+                       is_under, normalize)
+from .resolver import LocationResolver
+from .selection import pick_uniform, pick_weighted
+from .settings import PlacementSettings
+from .topology import LeafView, NetworkTopology
+
+ZoneUD = tuple[str, str]
+UNRESOLVED: ZoneUD = (DEFAULT_ZONE, DEFAULT_UPGRADEDOMAIN)
+
+
+def parse_zone_location(location: str | None) -> ZoneUD:
+    """(zone, upgrade domain) of a network location (spec §3.1), both with their leading `/`.
+
+    The default fault domain, a location that is not exactly two components, or one that is not a
+    valid path at all are *unresolved*: `("/default-zone", "/default-upgradedomain")`.
+    """
+    if location is None or location == DEFAULT_ZONE_AND_UPGRADEDOMAIN:
+        return UNRESOLVED
+    try:
+        parts = components(normalize(location))
+    except InvalidLocationError:
+        return UNRESOLVED
+    if len(parts) != 2:
+        return UNRESOLVED
+    return ("/" + parts[0], "/" + parts[1])
+
+
+# -- the rack index -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Rack:
+    """One `/zone/ud` location holding bookies: a contiguous range `[start, end)` of the flat list."""
+
+    location: str
+    top: str              # "/" + first component: what a zone scope "~/zone" cuts from the tree
+    zone: str             # parsed zone (§3.1), UNRESOLVED for malformed or default locations
+    upgrade_domain: str
+    start: int
+    end: int
+    in_default: bool      # under the default fault domain (excluded in strict mode)
+
+
+class _ZoneIndex:
+    """Bookies grouped by location, flattened once so that a union of racks is a cheap `LeafView`."""
+
+    __slots__ = ("flat", "racks", "rack_of", "default_bookies", "strict_racks")
+
+    def __init__(self, members: Mapping[str, Sequence[str]]) -> None:
+        flat: list[str] = []
+        racks: list[_Rack] = []
+        rack_of: dict[str, int] = {}
+        default_bookies: list[str] = []
+        for location in sorted(members):
+            bookies = sorted(members[location])
+            if not bookies:
+                continue
+            parts = components(location)
+            zone, upgrade_domain = parse_zone_location(location)
+            in_default = is_under(location, DEFAULT_ZONE_AND_UPGRADEDOMAIN)
+            start = len(flat)
+            flat.extend(bookies)
+            for bookie in bookies:
+                rack_of[bookie] = len(racks)
+            racks.append(_Rack(location, "/" + parts[0] if parts else "", zone, upgrade_domain,
+                               start, len(flat), in_default))
+            if in_default:
+                default_bookies.extend(bookies)
+        self.flat = flat
+        self.racks = racks
+        self.rack_of = rack_of
+        self.default_bookies = tuple(sorted(default_bookies))
+        # Strict mode never chooses bookies of the default fault domain (spec §3.3).
+        self.strict_racks = tuple(r for r, rack in enumerate(racks) if not rack.in_default)
+
+    @classmethod
+    def of(cls, topology: NetworkTopology, extra: Mapping[str, str] | None = None) -> _ZoneIndex:
+        """Index a topology, plus `extra` bookie -> location leaves (the stabilized departures)."""
+        members: dict[str, list[str]] = {rack: list(topology.bookies_in(rack)) for rack in topology.racks()}
+        for bookie, location in (extra or {}).items():
+            if bookie not in topology:
+                members.setdefault(location, []).append(bookie)
+        return cls(members)
+
+    def __len__(self) -> int:
+        return len(self.flat)
+
+
+# -- stabilization ------------------------------------------------------------------------------
+
+
+class PendingDepartures:
+    """Departed bookies that stay usable for `period_s` seconds (BookKeeper's StabilizeNetworkTopology).
+
+    Java removes a departed leaf from the secondary tree `period` seconds after its *last*
+    departure; a rejoin cancels the removal. Here a departure records (location, expiry) and a
+    rejoin forgets it; entries are usable while `now < expiry`.
+    """
+
+    __slots__ = ("period_s", "_entries")
+
+    def __init__(self, period_s: float) -> None:
+        self.period_s = period_s
+        self._entries: dict[str, tuple[str, float]] = {}
+
+    def depart(self, bookie: str, location: str, now: float) -> None:
+        self._entries[bookie] = (location, now + self.period_s)
+
+    def rejoin(self, bookie: str) -> None:
+        self._entries.pop(bookie, None)
+
+    def expire(self, now: float) -> None:
+        """Forget every departure whose delay has run out at `now`."""
+        for bookie in [b for b, (_, expiry) in self._entries.items() if expiry <= now]:
+            del self._entries[bookie]
+
+    def active(self, now: float) -> dict[str, str]:
+        """bookie -> location of the departures still usable at `now` (sorted by bookie)."""
+        return {b: loc for b, (loc, expiry) in sorted(self._entries.items()) if expiry > now}
+
+    def location_of(self, bookie: str) -> str | None:
+        entry = self._entries.get(bookie)
+        return entry[0] if entry is not None else None
+
+    def expiries(self, now: float) -> dict[str, float]:
+        return {b: expiry for b, (_, expiry) in sorted(self._entries.items()) if expiry > now}
+
+    def to_json(self) -> dict[str, dict[str, Any]]:
+        return {b: {"location": loc, "expires_at": expiry} for b, (loc, expiry) in sorted(self._entries.items())}
+
+    def load_json(self, data: Mapping[str, Mapping[str, Any]]) -> None:
+        self._entries = {str(b): (str(e["location"]), float(e["expires_at"])) for b, e in data.items()}
+
+    def __contains__(self, bookie: object) -> bool:
+        return bookie in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+# -- one placement call ---------------------------------------------------------------------------
+
+
+class _Fill:
+    """State of one strict placement call: the index used, exclusions, the slots' (zone, UD)s.
+
+    Args:
+        index: the rack index (live cluster, or the stabilized one).
+        ensemble: the list being filled (None = empty slot); the slot being replaced is None here.
+        slots: (zone, UD) of every filled slot, None for empty ones.
+        excluded: bookies that must not be chosen (callers', chosen, current ensemble).
+    """
+
+    __slots__ = ("index", "ensemble", "slots", "excluded", "excluded_per_rack", "eligible", "rng",
+                 "fallbacks")
+
+    def __init__(self, index: _ZoneIndex, ensemble: list[str | None], slots: list[ZoneUD | None],
+                 excluded: set[str], rng: random.Random) -> None:
+        self.index = index
+        self.rng = rng
+        self.ensemble = ensemble
+        self.slots = slots
+        self.excluded = excluded
+        per_rack: dict[int, int] = {}
+        for bookie in excluded:
+            rack = index.rack_of.get(bookie)
+            if rack is not None:
+                per_rack[rack] = per_rack.get(rack, 0) + 1
+        self.excluded_per_rack = per_rack
+        self.eligible = index.strict_racks
+        self.fallbacks: list[str] = []
+
+    def available(self, racks: Iterable[int]) -> int:
+        index_racks = self.index.racks
+        per_rack = self.excluded_per_rack
+        return sum(index_racks[r].end - index_racks[r].start - per_rack.get(r, 0) for r in racks)
+
+    def take(self, position: int, bookie: str) -> None:
+        rack = self.index.rack_of[bookie]
+        entry = self.index.racks[rack]
+        self.ensemble[position] = bookie
+        self.slots[position] = (entry.zone, entry.upgrade_domain)
+        self.excluded.add(bookie)
+        self.excluded_per_rack[rack] = self.excluded_per_rack.get(rack, 0) + 1
+
+
+# -- the policy ---------------------------------------------------------------------------------
+
+
+class ZoneawarePolicy(TopologyAwarePolicy):
+    """Zone- and upgrade-domain-aware placement (spec §3).
+
+    Args:
+        settings: parsed configuration (`minNumZonesPerWriteQuorum`, `desiredNumZonesPerWriteQuorum`,
+            `enforceStrictZoneawarePlacement`, disk weights, `networkTopologyStabilizePeriodSeconds`).
+        resolver: bookie -> `/zone/upgradedomain` (unmapped bookies: `/default-zone/default-upgradedomain`).
+        clock: event-time seconds, read only by stabilization (departures and their expiry).
+        features: unused by this policy.
+    """
+
+    name = "zoneaware"
+    default_location = DEFAULT_ZONE_AND_UPGRADEDOMAIN
+
+    def __init__(self, settings: PlacementSettings, resolver: LocationResolver, clock: Clock,
+                 features: MutableMapping[str, int]) -> None:
+        super().__init__(settings, resolver, clock, features)
+        self.min_zones = settings.min_zones_per_write_quorum
+        self.desired_zones = settings.desired_zones_per_write_quorum
+        self.strict = settings.strict_zoneaware
+        self.pending = PendingDepartures(settings.stabilize_period_s)
+        self._index: _ZoneIndex | None = None
+        self._stabilized: tuple[tuple[str, ...], _ZoneIndex] | None = None
+        self._parsed: dict[str, ZoneUD] = {}
+
+    # -- membership: keep the index and the pending departures current ----------------------------
+
+    def _changed(self) -> None:
+        self._index = None
+        self._stabilized = None
+
+    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
+        """Apply a membership snapshot (rackaware spec §2.2) and return the dead bookies.
+
+        With stabilization on, departed bookies are kept usable for the delay, and the dead set is
+        always empty.
+        """
+        dead = super().on_cluster_changed(writable, readonly)
+        if self.pending.period_s > 0:
+            # BK quirk (spec region-zone-isolation.md §3.8, rackaware App. A #1): with stabilization
+            # the wrapper answers the secondary's dead set, which is always empty; kept, documented.
+            return set()
+        return dead
+
+    def handle_bookies_that_left(self, bookies: list[str]) -> None:
+        if self.pending.period_s > 0:
+            departing = [(b, self.known[b]) for b in bookies if b in self.known]
+            if departing:
+                now = self.clock()
+                for bookie, location in departing:
+                    self.pending.depart(bookie, location, now)
+        super().handle_bookies_that_left(bookies)
+        self._changed()
+
+    def handle_bookies_that_joined(self, bookies: list[str]) -> None:
+        super().handle_bookies_that_joined(bookies)
+        for bookie in bookies:
+            if bookie in self.known:
+                self.pending.rejoin(bookie)
+        self._changed()
+
+    def move_bookie(self, bookie: str, old: str, new: str) -> None:
+        # BK bug fixed (spec region-zone-isolation.md App. A #6): Java caches (zone, UD) per bookie
+        # forever, so a rack change is ignored by placement and adherence; here the index is rebuilt
+        # and (zone, UD) always follows the bookie's current location.
+        super().move_bookie(bookie, old, new)
+        self._changed()
+
+    def pending_leaves(self) -> dict[str, float]:
+        """Departed bookies still usable as a second attempt: bookie -> expiry time (clock seconds)."""
+        if self.pending.period_s <= 0 or not len(self.pending):
+            return {}
+        return self.pending.expiries(self.clock())
+
+    def export_state(self) -> dict[str, Any]:
+        state = super().export_state()
+        if self.pending.period_s > 0 and len(self.pending):
+            self.pending.expire(self.clock())
+            state["pending_leaves"] = self.pending.to_json()
+        return state
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        super().import_state(state)
+        self.pending.load_json(state.get("pending_leaves", {}))
+        self._changed()
+
+    # -- locations ----------------------------------------------------------------------------------
+
+    def zone_of(self, bookie: str) -> ZoneUD:
+        """(zone, upgrade domain) of any bookie: known, recently departed, or freshly resolved."""
+        location = self.known.get(bookie)
+        if location is None:
+            location = self.pending.location_of(bookie)
+        if location is None:
+            try:
+                location = self.resolve_location(bookie)
+            except InvalidLocationError:
+                # Java lets the IllegalArgumentException escape from adherence; an unusable
+                # location is treated as unresolved here (adherence FAIL).
+                return UNRESOLVED
+        parsed = self._parsed.get(location)
+        if parsed is None:
+            parsed = parse_zone_location(location)
+            self._parsed[location] = parsed
+        return parsed
+
+    def _live_index(self) -> _ZoneIndex:
+        if self._index is None:
+            self._index = _ZoneIndex.of(self.topology)
+        return self._index
+
+    def _stabilized_index(self, now: float) -> _ZoneIndex | None:
+        """The live cluster plus departures still within the delay; None when there are none."""
+        self.pending.expire(now)
+        active = self.pending.active(now)
+        if not active:
+            return None
+        key = tuple(active)
+        if self._stabilized is None or self._stabilized[0] != key:
+            self._stabilized = (key, _ZoneIndex.of(self.topology, active))
+        return self._stabilized[1]
+
+    # -- new_ensemble -----------------------------------------------------------------------------
+
+    def new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] = (), *,
+                     rng: random.Random | None = None) -> PlacementResult:
+        """Choose `ensemble_size` bookies (spec §3.3), retrying on the stabilized cluster (§3.8).
+
+        Raises:
+            ValueError: strict mode with `ensemble_size % write_quorum != 0` or
+                `write_quorum <= minNumZonesPerWriteQuorum` (BookKeeper's IllegalArgumentException).
+            NotEnoughBookiesError: no bookie can fill some position under the zone rules.
+        """
+        _check_sizes(ensemble_size, write_quorum)
+        if self.strict:
+            if ensemble_size % write_quorum != 0:
+                raise ValueError(
+                    f"ensemble_size={ensemble_size} is not a multiple of write_quorum={write_quorum}: "
+                    "enforceStrictZoneawarePlacement requires it (wrapped write quorums would fall back to "
+                    "fewer zones); choose sizes with ensemble_size % write_quorum == 0 or disable strict mode")
+            if write_quorum <= self.min_zones:
+                raise ValueError(
+                    f"write_quorum={write_quorum} must be greater than minNumZonesPerWriteQuorum="
+                    f"{self.min_zones} with enforceStrictZoneawarePlacement (a lost zone could not be "
+                    "replaced); raise write_quorum or lower minNumZonesPerWriteQuorum")
+        rng = rng if rng is not None else random.Random(0)
+        excluded = set(exclude)
+        try:
+            return self._new_ensemble_on(self._live_index(), ensemble_size, write_quorum, ack_quorum,
+                                         excluded, rng, [])
+        except NotEnoughBookiesError:
+            secondary = self._retry_index()
+            if secondary is None:
+                raise
+            return self._new_ensemble_on(secondary, ensemble_size, write_quorum, ack_quorum, excluded, rng,
+                                         [_retried_note(self.pending)])
+
+    def _retry_index(self) -> _ZoneIndex | None:
+        if self.pending.period_s <= 0 or not len(self.pending):
+            return None
+        return self._stabilized_index(self.clock())
+
+    def _new_ensemble_on(self, index: _ZoneIndex, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                         exclude: set[str], rng: random.Random, notes: list[str]) -> PlacementResult:
+        if not self.strict:
+            ensemble = self._draw_randomly(index, ensemble_size, exclude, rng, f"ensemble_size={ensemble_size}")
+            explain = self._explain(notes, exclude, None)
+            return PlacementResult(ensemble, self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum),
+                                   explain=explain)
+        desired = min(write_quorum, self.desired_zones)
+        ensemble: list[str | None] = [None] * ensemble_size
+        fill = _Fill(index, ensemble, [None] * ensemble_size, set(exclude), rng)
+        for position in range(ensemble_size):
+            self._fill(fill, position, write_quorum, desired)
+        chosen = [b for b in ensemble if b is not None]
+        explain = self._explain(notes + fill.fallbacks, exclude, index)
+        return PlacementResult(chosen, self.is_ensemble_adhering(chosen, write_quorum, ack_quorum),
+                               explain=explain)
+
+    def _draw_randomly(self, index: _ZoneIndex, count: int, exclude: set[str], rng: random.Random,
+                       what: str) -> list[str]:
+        """`count` distinct bookies of the whole index, none excluded (non-strict mode, spec §3.3/§3.5)."""
+        excluded_here = sum(1 for b in exclude if b in index.rack_of)
+        available = len(index) - excluded_here
+        if available < count:
+            raise NotEnoughBookiesError(
+                f"cannot place {what} (enforceStrictZoneawarePlacement=false): only {available} writable "
+                f"bookie(s) remain after excluding {len(exclude)}; add bookies")
+        taken = set(exclude)
+        chosen: list[str] = []
+        view = LeafView(index.flat, ((0, len(index.flat)),))
+        for _ in range(count):
+            bookie = self._pick(rng, view, taken)
+            chosen.append(bookie)
+            taken.add(bookie)
+        return chosen
+
+    def _pick(self, rng: random.Random, view: Sequence[str], excluded: set[str]) -> str:
+        """One bookie of `view` not in `excluded` (the caller checked one exists), uniform or by disk weight."""
+        if self.settings.disk_weighted:
+            candidates = [b for b in view if b not in excluded]
+            bookie = pick_weighted(rng, candidates, self.weights, self.settings.max_weight_multiple)
+        else:
+            bookie = pick_uniform(rng, view, (lambda b: b not in excluded) if excluded else None)
+        assert bookie is not None  # the caller counted the acceptable candidates
+        return bookie
+
+    # -- fill(index): spec §3.4 -------------------------------------------------------------------
+
+    def _fill(self, fill: _Fill, position: int, write_quorum: int, desired: int) -> str:
+        """Choose the bookie for `position` (BookKeeper `setBookieInTheEnsemble`, spec §3.4)."""
+        racks: list[int] = []
+        # 1. keep the zones of the D-1 nearest neighbours on each side distinct, then fewer, down to
+        #    minZones-1 neighbours.
+        for neighbours in range(desired - 1, self.min_zones - 2, -1):
+            zones = self._neighbour_zones(fill, position, neighbours)
+            racks = self._candidates(fill, position, write_quorum, zones)
+            if racks:
+                if neighbours < desired - 1:
+                    fill.fallbacks.append(
+                        f"position {position}: could not spread {desired} zones around it "
+                        f"(desiredNumZonesPerWriteQuorum); kept zones distinct from {neighbours} neighbour(s) "
+                        "on each side")
+                break
+        # BK bug fixed: with write_quorum < minNumZonesPerWriteQuorum (reachable only through strict
+        # replace_bookie) the loop above never runs and Java dereferences null; here the
+        # minimum-zones rule below decides.
+        if not racks:
+            # 2. only keep each write quorum containing `position` at minNumZonesPerWriteQuorum zones.
+            zones = self._zones_to_keep_min(fill, position, write_quorum)
+            racks = self._candidates(fill, position, write_quorum, zones)
+            if racks:
+                fill.fallbacks.append(
+                    f"position {position}: fell back to minNumZonesPerWriteQuorum={self.min_zones} zones "
+                    "per write quorum")
+        if not racks:
+            raise NotEnoughBookiesError(self._fill_failure(fill, position, write_quorum))
+        ranges = [(fill.index.racks[r].start, fill.index.racks[r].end) for r in racks]
+        bookie = self._pick(fill.rng, LeafView(fill.index.flat, ranges), fill.excluded)
+        fill.take(position, bookie)
+        return bookie
+
+    def _fill_failure(self, fill: _Fill, position: int, write_quorum: int) -> str:
+        zones = sorted({fill.index.racks[r].zone for r in fill.eligible if fill.available((r,)) > 0})
+        size = len(fill.ensemble)
+        return (f"cannot fill position {position} of ensemble_size={size} write_quorum={write_quorum} under "
+                f"enforceStrictZoneawarePlacement: no eligible bookie keeps minNumZonesPerWriteQuorum="
+                f"{self.min_zones} zones and two upgrade domains per zone in every write quorum "
+                f"(eligible bookies are in {len(zones)} zone(s): {', '.join(zones) or 'none'}; "
+                f"{len(fill.excluded)} bookie(s) excluded, default fault domain never used); add bookies "
+                "in more zones or upgrade domains, or lower minNumZonesPerWriteQuorum")
+
+    @staticmethod
+    def _neighbour_zones(fill: _Fill, position: int, neighbours: int) -> set[str]:
+        """Zones of the filled slots at offsets -n..-1, +1..+n around `position` (ring of size E)."""
+        size = len(fill.slots)
+        zones: set[str] = set()
+        for offset in range(1, neighbours + 1):
+            for slot in ((position - offset) % size, (position + offset) % size):
+                if slot != position:
+                    located = fill.slots[slot]
+                    if located is not None:
+                        zones.add(located[0])
+        return zones
+
+    def _zones_to_keep_min(self, fill: _Fill, position: int, write_quorum: int) -> set[str]:
+        """Zones to avoid so each write quorum containing `position` reaches minNumZones (spec §3.4 step 2)."""
+        zones: set[str] = set()
+        for quorum in _quorums_around(len(fill.slots), position, write_quorum):
+            in_quorum = {fill.slots[s][0] for s in quorum if fill.slots[s] is not None}
+            if len(in_quorum) <= self.min_zones - 1:
+                zones |= in_quorum
+        return zones
+
+    @staticmethod
+    def _candidates(fill: _Fill, position: int, write_quorum: int, zones: set[str]) -> list[int]:
+        """Racks holding an acceptable bookie for `position` when avoiding `zones` (spec §3.4 `candidates`).
+
+        First prefer an upgrade domain unused by any same-zone bookie that can share a write quorum
+        with this slot; failing that, only refuse a UD that is the sole UD of its zone in some write
+        quorum containing the slot (so two bookies of a zone in a quorum span two UDs).
+        """
+        racks = fill.index.racks
+        outside = [r for r in fill.eligible if racks[r].top not in zones]
+        if not outside or fill.available(outside) == 0:
+            return []
+        size = len(fill.slots)
+        used: dict[str, set[str]] = {}
+        for offset in range(1, write_quorum):
+            for slot in ((position - offset) % size, (position + offset) % size):
+                located = fill.slots[slot] if slot != position else None
+                if located is not None:
+                    used.setdefault(located[0], set()).add(located[1])
+        chosen = [r for r in outside if racks[r].upgrade_domain not in used.get(racks[r].zone, ())]
+        if chosen and fill.available(chosen) > 0:
+            return chosen
+        single: dict[str, set[str]] = {}
+        for quorum in _quorums_around(size, position, write_quorum):
+            per_zone: dict[str, set[str]] = {}
+            for slot in quorum:
+                located = fill.slots[slot]
+                if located is not None:
+                    per_zone.setdefault(located[0], set()).add(located[1])
+            for zone, domains in per_zone.items():
+                if len(domains) == 1:
+                    single.setdefault(zone, set()).update(domains)
+        chosen = [r for r in outside if racks[r].upgrade_domain not in single.get(racks[r].zone, ())]
+        if chosen and fill.available(chosen) > 0:
+            fill.fallbacks.append(
+                f"position {position}: no bookie in an unused upgrade domain of its zone; allowed a shared "
+                "upgrade domain while keeping two per zone in each write quorum")
+            return chosen
+        return []
+
+    # -- replace_bookie: spec §3.5 ----------------------------------------------------------------
+
+    def replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                       custom_metadata: Mapping[str, bytes] | None, current_ensemble: Sequence[str],
+                       bookie_to_replace: str, exclude: Iterable[str] = (), *,
+                       rng: random.Random | None = None) -> PlacementResult:
+        """Choose a replacement for `bookie_to_replace` (spec §3.5), retrying on the stabilized cluster.
+
+        `.ensemble` is `current_ensemble` with the replacement in place ([replacement] when empty);
+        `.adherence` is that ensemble's §3.6 adherence.
+
+        Raises:
+            ValueError: `bookie_to_replace` is not in a non-empty `current_ensemble`.
+            NotEnoughBookiesError: no bookie may take the slot.
+        """
+        _check_sizes(max(ensemble_size, 1), write_quorum)
+        current = list(current_ensemble)
+        if current:
+            if bookie_to_replace not in current:
+                raise ValueError(f"bookie_to_replace {bookie_to_replace!r} is not in current_ensemble {current}")
+            position = current.index(bookie_to_replace)
+        else:
+            current = [bookie_to_replace]
+            position = 0
+        rng = rng if rng is not None else random.Random(0)
+        excluded = set(exclude)
+        try:
+            return self._replace_on(self._live_index(), write_quorum, ack_quorum, current, position,
+                                    excluded, rng, [], bool(current_ensemble))
+        except NotEnoughBookiesError:
+            secondary = self._retry_index()
+            if secondary is None:
+                raise
+            return self._replace_on(secondary, write_quorum, ack_quorum, current, position, excluded, rng,
+                                    [_retried_note(self.pending)], bool(current_ensemble))
+
+    def _replace_on(self, index: _ZoneIndex, write_quorum: int, ack_quorum: int, current: list[str],
+                    position: int, exclude: set[str], rng: random.Random, notes: list[str],
+                    had_ensemble: bool) -> PlacementResult:
+        excluded = set(exclude)
+        excluded.update(current)
+        if not self.strict:
+            bookie = self._draw_randomly(index, 1, excluded, rng, "a replacement")[0]
+            explain = self._explain(notes, exclude, None)
+        else:
+            desired = min(write_quorum, self.desired_zones)
+            slots: list[ZoneUD | None] = [self.zone_of(b) for b in current]
+            slots[position] = None
+            slotted: list[str | None] = list(current)
+            fill = _Fill(index, slotted, slots, excluded, rng)
+            bookie = self._fill(fill, position, write_quorum, desired)
+            explain = self._explain(notes + fill.fallbacks, exclude, index)
+        ensemble = list(current)
+        ensemble[position] = bookie
+        adherence = self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum)
+        return PlacementResult(ensemble if had_ensemble else [bookie], adherence, bookie=bookie,
+                               explain=explain)
+
+    # -- adherence: spec §3.6 ---------------------------------------------------------------------
+
+    def is_ensemble_adhering(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int) -> Adherence:
+        """FAIL / MEETS_SOFT / MEETS_STRICT by the zone and UD rules of every write quorum (spec §3.6)."""
+        size = len(ensemble)
+        if size == 0 or write_quorum < 1 or size % write_quorum != 0 or write_quorum <= self.min_zones:
+            return Adherence.FAIL
+        desired = min(write_quorum, self.desired_zones)
+        located = [self.zone_of(b) for b in ensemble]
+        result = Adherence.MEETS_STRICT
+        for start in range(size):
+            zone_domains: dict[str, set[str]] = {}
+            zone_count: dict[str, int] = {}
+            for j in range(write_quorum):
+                zone_ud = located[(start + j) % size]
+                if zone_ud == UNRESOLVED:
+                    return Adherence.FAIL
+                zone, domain = zone_ud
+                zone_domains.setdefault(zone, set()).add(domain)
+                zone_count[zone] = zone_count.get(zone, 0) + 1
+            if len(zone_count) < self.min_zones:
+                return Adherence.FAIL
+            for zone, count in zone_count.items():
+                if count > 1 and len(zone_domains[zone]) < 2:
+                    return Adherence.FAIL
+            if len(zone_count) < desired:
+                result = Adherence.MEETS_SOFT
+        return result
+
+    def are_acked_bookies_adhering(self, acked: Iterable[str], write_quorum: int, ack_quorum: int) -> bool:
+        """Acked bookies span min(W, minNumZonesPerWriteQuorum) zones and number at least A (spec §3.6)."""
+        bookies = set(acked)
+        zones = {self.zone_of(b)[0] for b in bookies}
+        return len(zones) >= min(write_quorum, self.min_zones) and len(bookies) >= ack_quorum
+
+    # -- other hooks (spec §3.7) ------------------------------------------------------------------
+
+    def register_slow_bookie(self, bookie: str, entry_id: int) -> None:
+        """No-op: the zone-aware policy keeps no slow-bookie cache."""
+
+    def reorder_read_sequence(self, ensemble: Sequence[str], health: HealthInfo,
+                              write_set: Sequence[int]) -> list[int]:
+        """The write set unchanged (a copy)."""
+        return list(write_set)
+
+    def reorder_read_lac_sequence(self, ensemble: Sequence[str], health: HealthInfo,
+                                  write_set: Sequence[int]) -> list[int]:
+        """The write set, then every missing ensemble index in ascending order."""
+        return add_missing_indices(list(write_set), len(ensemble))
+
+    # -- provenance and checks ----------------------------------------------------------------------
+
+    def _explain(self, notes: list[str], exclude: set[str], index: _ZoneIndex | None) -> dict[str, Any]:
+        excluded: dict[str, list[str]] = {}
+        if exclude:
+            excluded["caller"] = sorted(exclude)
+        if index is not None and index.default_bookies:
+            excluded["default_fault_domain"] = list(index.default_bookies)
+        return {"policy": self.name, "fallbacks": notes, "excluded": excluded}
+
+    def check_invariants(self) -> None:
+        """Assert internal consistency (tests only; never on the hot path)."""
+        self.topology.check_invariants()
+        assert set(self.known) == set(self.topology.bookies())
+        for bookie, location in self.known.items():
+            assert self.topology.rack_of(bookie) == location
+        assert not any(b in self.pending for b in self.known)
+        index = self._live_index()
+        assert sorted(index.flat) == sorted(self.known)
+        for rack in index.racks:
+            assert all(index.rack_of[b] == index.racks.index(rack) for b in index.flat[rack.start:rack.end])
+
+
+def _check_sizes(ensemble_size: int, write_quorum: int) -> None:
+    if write_quorum < 1:
+        raise ValueError(f"write_quorum must be >= 1, got {write_quorum}")
+    if ensemble_size < 0:
+        raise ValueError(f"ensemble_size must be >= 0, got {ensemble_size}")
+
+
+def _quorums_around(size: int, position: int, write_quorum: int) -> list[list[int]]:
+    """The other slots of each write quorum containing `position` (start offsets -(W-1)..0)."""
+    quorums = []
+    for start in range(-(write_quorum - 1), 1):
+        quorums.append([(position + start + j) % size for j in range(write_quorum)
+                        if (position + start + j) % size != position])
+    return quorums
+
+
+def _retried_note(pending: PendingDepartures) -> str:
+    return (f"retried on the stabilized topology (departed bookies kept usable for "
+            f"networkTopologyStabilizePeriodSeconds={pending.period_s:g})")
