@@ -133,8 +133,9 @@ class PendingDepartures:
     """Departed bookies that stay usable for `period_s` seconds (BookKeeper's StabilizeNetworkTopology).
 
     Java removes a departed leaf from the secondary tree `period` seconds after its *last*
-    departure; a rejoin cancels the removal. Here a departure records (location, expiry) and a
-    rejoin forgets it; entries are usable while `now < expiry`.
+    departure; a rejoin cancels the removal. Here a departure records (location, departed_at) and a
+    rejoin forgets it; an entry is usable while `now < departed_at + period_s`. The snapshot shape
+    (`{"location", "departed_at"}`) is the one of `policies/stabilize.py`.
     """
 
     __slots__ = ("period_s", "_entries")
@@ -144,32 +145,36 @@ class PendingDepartures:
         self._entries: dict[str, tuple[str, float]] = {}
 
     def depart(self, bookie: str, location: str, now: float) -> None:
-        self._entries[bookie] = (location, now + self.period_s)
+        self._entries[bookie] = (location, now)
 
     def rejoin(self, bookie: str) -> None:
         self._entries.pop(bookie, None)
 
     def expire(self, now: float) -> None:
         """Forget every departure whose delay has run out at `now`."""
-        for bookie in [b for b, (_, expiry) in self._entries.items() if expiry <= now]:
+        period = self.period_s
+        for bookie in [b for b, (_, left) in self._entries.items() if left + period <= now]:
             del self._entries[bookie]
 
     def active(self, now: float) -> dict[str, str]:
         """bookie -> location of the departures still usable at `now` (sorted by bookie)."""
-        return {b: loc for b, (loc, expiry) in sorted(self._entries.items()) if expiry > now}
+        period = self.period_s
+        return {b: loc for b, (loc, left) in sorted(self._entries.items()) if left + period > now}
 
     def location_of(self, bookie: str) -> str | None:
         entry = self._entries.get(bookie)
         return entry[0] if entry is not None else None
 
     def expiries(self, now: float) -> dict[str, float]:
-        return {b: expiry for b, (_, expiry) in sorted(self._entries.items()) if expiry > now}
+        """bookie -> time (s) at which it stops being usable, for the departures still usable at `now`."""
+        period = self.period_s
+        return {b: left + period for b, (_, left) in sorted(self._entries.items()) if left + period > now}
 
     def to_json(self) -> dict[str, dict[str, Any]]:
-        return {b: {"location": loc, "expires_at": expiry} for b, (loc, expiry) in sorted(self._entries.items())}
+        return {b: {"location": loc, "departed_at": left} for b, (loc, left) in sorted(self._entries.items())}
 
     def load_json(self, data: Mapping[str, Mapping[str, Any]]) -> None:
-        self._entries = {str(b): (str(e["location"]), float(e["expires_at"])) for b, e in data.items()}
+        self._entries = {str(b): (str(e["location"]), float(e["departed_at"])) for b, e in data.items()}
 
     def __contains__(self, bookie: object) -> bool:
         return bookie in self._entries
