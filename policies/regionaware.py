@@ -1,0 +1,738 @@
+"""BookKeeper's region-aware placement (`RegionAwareEnsemblePlacementPolicy`), in pure Python.
+
+Spec: bookkeeper-region-zone-isolation.md §1 (new_ensemble), §2 (replace, adherence, read order), §5 (keys),
+App. A; the per-region engine is the rack-aware one of bookkeeper-rackaware.md §4-§8.
+
+A location is `/region/rack`. Every region has its own rack-aware sub-policy (the public rack-aware policy)
+holding only that region's bookies; this class keeps the whole cluster, decides how many bookies
+each region contributes, and lets the region's sub-policy choose them under a region-level coverage
+ensemble (durability: every acknowledged entry spans `reppMinimumRegionsForDurability` regions).
+
+Deliberate differences from BookKeeper (each tagged `BK quirk` or `BK bug fixed` below, and listed in
+docs/policies-regionaware.md):
+
+* regions are visited in sorted name order (Java: `HashMap` order);
+* adherence is a real rule (Java answers MEETS_STRICT for everything, apache/bookkeeper#1898) and
+  `replace_to_adhere` really repairs (Java returns the ensemble unchanged);
+* disk weights reach every layer (sub-policies and the cross-region random fallbacks).
+
+The module is longer than most because the allocation loop, replacement, adherence and its repair
+share the region bookkeeping; splitting them would only move private state across modules.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from typing import Any
+
+from . import read_order
+from .api import Adherence, HealthInfo, PlacementResult
+from .base import Clock, TopologyAwarePolicy, add_missing_indices
+from .coverage import CoverageEnsemble
+from .errors import InvalidLocationError, NotEnoughBookiesError
+from .location import DEFAULT_REGION_AND_RACK, UNKNOWN_REGION
+from .rackaware import RackawarePolicy
+from .resolver import LocationResolver
+from .selection import WeightedSelector, pick_uniform
+from .settings import PlacementSettings
+
+POLICY_NAME = "regionaware"
+_LOCAL_RACK_NOTE = "position 0: no eligible bookie in the local rack"
+
+
+def region_of_location(location: str) -> str:
+    """The region of a network location (`parseBookieRegion`, spec §1.1).
+
+    `/r1/rack1` -> `r1`; `/default-region/r3` -> `default-region`; `/region4` -> `region4`;
+    the region-aware default location `/default-region/default-rack` and `""` -> `UnknownRegion`.
+    """
+    if location == DEFAULT_REGION_AND_RACK:
+        return UNKNOWN_REGION
+    parts = location.split("/")
+    if len(parts) <= 1 or not parts[1]:
+        return UNKNOWN_REGION
+    return parts[1]
+
+
+def _round_half_up_ratio(numerator: int, denominator: int) -> int:
+    """Java `Math.round(numerator / denominator)` for non-negative integers, exactly (floor(x + 0.5))."""
+    return (2 * numerator + denominator) // (2 * denominator)
+
+
+class RegionawarePolicy(TopologyAwarePolicy):
+    """Region-aware placement over per-region rack-aware sub-policies (spec §1-§2).
+
+    Args:
+        settings: parsed configuration (`reppRegionsToWrite`, `reppMinimumRegionsForDurability`, ...).
+        resolver: bookie -> `/region/rack` location.
+        clock: event-time seconds (slow-bookie expiry); read at most once per public call.
+        features: runtime switches read at call time: `settings.disable_durability_feature` and
+            `<region>.<settings.disallow_region_feature>`.
+        default_location: location of unmapped bookies (default `/default-region/default-rack`).
+
+    Attributes:
+        sub_policies: region name -> its rack-aware sub-policy; never deleted (a region may be empty).
+        region_of: known bookie -> region name (BookKeeper's `address2Region`).
+        local_region: the client's region (`UnknownRegion` without a local node).
+        last_region_index: where the next multi-region allocation starts its round robin (persists).
+    """
+
+    name = POLICY_NAME
+    default_location = DEFAULT_REGION_AND_RACK
+
+    def __init__(self, settings: PlacementSettings, resolver: LocationResolver, clock: Clock,
+                 features: MutableMapping[str, int], default_location: str | None = None) -> None:
+        super().__init__(settings, resolver, clock, features, default_location)
+        self.min_regions = settings.effective_min_regions
+        self.durability_in_replace = self.min_regions > 0 and settings.durability_in_replace
+        self.configured_regions = frozenset(settings.regions_to_write)
+        self.sub_policies: dict[str, RackawarePolicy] = {}
+        self.region_of: dict[str, str] = {}
+        self.last_region_index = 0
+        self.slow_bookies = read_order.SlowBookieCache(settings.failure_history_expiration_ms / 1000.0)
+        self._now: float | None = None
+        local = settings.local_node_location
+        self.local_region = UNKNOWN_REGION if settings.ignore_local_node or not local else region_of_location(local)
+        for region in settings.regions_to_write:
+            self._sub_policy(region)
+
+    # -- regions --------------------------------------------------------------------------------
+
+    def _tick(self) -> float:
+        """Read the clock once for this public call; sub-policies see the same reading."""
+        self._now = self.clock()
+        return self._now
+
+    def _sub_clock(self) -> float:
+        return self._now if self._now is not None else self.clock()
+
+    def _sub_policy(self, region: str) -> RackawarePolicy:
+        """The region's sub-policy, created on first use (spec §1.1).
+
+        It is the public rack-aware policy, as in Java (with a stabilized secondary when
+        `networkTopologyStabilizePeriodSeconds` > 0). Configured regions enforce durability in their
+        random fallbacks when a minimum number of regions is set; regions discovered at runtime never
+        do (BookKeeper's `enforceDurability`).
+        """
+        sub = self.sub_policies.get(region)
+        if sub is None:
+            # BK quirk (spec region-zone-isolation.md §1.1, App. A #3): discovered regions never enforce
+            # durability; configured ones do only when reppMinimumRegionsForDurability > 0 (Java: always).
+            enforce = region in self.configured_regions and self.min_regions > 0
+            sub = RackawarePolicy(self.settings, self.resolver, self._sub_clock, self.features,
+                                  default_location=DEFAULT_REGION_AND_RACK, enforce_durability=enforce)
+            self.sub_policies[region] = sub
+        return sub
+
+    def region_of_bookie(self, bookie: str) -> str:
+        """A known bookie's cached region, else the region of its freshly resolved location."""
+        region = self.region_of.get(bookie)
+        if region is not None:
+            return region
+        try:
+            return region_of_location(self.location_of(bookie))
+        except InvalidLocationError:
+            return UNKNOWN_REGION
+
+    def _region_key(self, bookie: str) -> str:
+        """Region-level location used by the coverage ensembles: `/` + region name (spec §0.5)."""
+        region = self.region_of.get(bookie)
+        return "/" + (region if region is not None else self.region_of_bookie(bookie))
+
+    def is_region_disallowed(self, region: str) -> bool:
+        """`<region>.<reppDisallowBookiePlacementInRegionFeatureName>` is on (spec §1.6)."""
+        feature = self.settings.disallow_region_feature
+        return feature is not None and self.is_feature_on(f"{region}.{feature}")
+
+    def is_durability_disabled(self) -> bool:
+        """The disable-durability feature (`reppDisableDurabilityFeatureName`) is on (spec §1.5)."""
+        return self.is_feature_on(self.settings.disable_durability_feature)
+
+    def is_durability_enforced(self) -> bool:
+        """A minimum number of regions is configured and the disable feature is off."""
+        return self.min_regions > 0 and not self.is_durability_disabled()
+
+    def available_regions(self) -> list[str]:
+        """Regions with at least one known bookie that are not disallowed, in sorted order (spec §1.3).
+
+        BK quirk (spec region-zone-isolation.md App. A #10): Java visits regions in `HashMap` order;
+        we use sorted region names so the same input always gives the same ensemble.
+        """
+        return [region for region in sorted(self.sub_policies)
+                if self.sub_policies[region].known and not self.is_region_disallowed(region)]
+
+    # -- membership (spec §1.1) ---------------------------------------------------------------------
+
+    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
+        """Spec §1.1: joins create sub-policies on demand; departures leave every sub-policy."""
+        self._tick()
+        return super().on_cluster_changed(writable, readonly)
+
+    def handle_bookies_that_left(self, bookies: list[str]) -> None:
+        for bookie in bookies:
+            self.region_of.pop(bookie, None)
+        super().handle_bookies_that_left(bookies)
+        for region in sorted(self.sub_policies):
+            self.sub_policies[region].handle_bookies_that_left(bookies)
+
+    def handle_bookies_that_joined(self, bookies: list[str]) -> None:
+        super().handle_bookies_that_joined(bookies)
+        per_region: dict[str, list[str]] = {}
+        for bookie in bookies:
+            location = self.known.get(bookie)
+            if location is None:  # the join failed; the base class kept the reason
+                continue
+            region = region_of_location(location)
+            self.region_of[bookie] = region
+            self._sub_policy(region)
+            per_region.setdefault(region, []).append(bookie)
+        for region, joined in sorted(per_region.items()):
+            self.sub_policies[region].handle_bookies_that_joined(joined)
+
+    def on_bookie_rack_change(self, bookies: Iterable[str]) -> None:
+        """Re-resolve known bookies; a bookie whose region changed moves to the new region's sub-policy."""
+        self._tick()
+        ordered = sorted(set(bookies))
+        super().on_bookie_rack_change(ordered)
+        for bookie in ordered:
+            location = self.known.get(bookie)
+            if location is None:
+                continue
+            old_region = self.region_of.get(bookie, UNKNOWN_REGION)
+            new_region = region_of_location(location)
+            if new_region == old_region:
+                self._sub_policy(old_region).on_bookie_rack_change([bookie])
+                continue
+            self.region_of[bookie] = new_region
+            self._sub_policy(old_region).handle_bookies_that_left([bookie])
+            target = self._sub_policy(new_region)
+            target.handle_bookies_that_joined([bookie])
+            if self.settings.disk_weighted and bookie in self.weights and bookie in target.known:
+                target.weights = {**target.weights, bookie: self.weights[bookie]}  # keep its disk space
+
+    def update_bookie_info(self, infos: Mapping[str, Any]) -> None:
+        """Weights for this policy and every sub-policy (spec §7.2).
+
+        BK bug fixed (apache/bookkeeper#4522, #4159): before 4522 the sub-policies that actually choose
+        bookies never received disk weights; we always forward them.
+        """
+        super().update_bookie_info(infos)
+        for region in sorted(self.sub_policies):
+            self.sub_policies[region].update_bookie_info(infos)
+
+    def pending_leaves(self) -> dict[str, float]:
+        self._tick()
+        pending: dict[str, float] = {}
+        for region in sorted(self.sub_policies):
+            pending.update(self.sub_policies[region].pending_leaves())
+        return pending
+
+    # -- new_ensemble (spec §1.2-§1.4) ------------------------------------------------------------
+
+    def validate_quorums(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int) -> None:
+        """BookKeeper's parameter checks, in its order (spec §1.2).
+
+        Raises:
+            ValueError: the sizes cannot meet the durability constraint or are inconsistent.
+        """
+        if ack_quorum < min_regions:
+            raise ValueError(f"ack_quorum={ack_quorum} is smaller than the {min_regions} regions required for "
+                             "durability (reppMinimumRegionsForDurability); raise the ack quorum or lower the minimum")
+        if ensemble_size < write_quorum:
+            raise ValueError(f"write_quorum ({write_quorum}) cannot exceed ensemble_size ({ensemble_size})")
+        if write_quorum < ack_quorum:
+            raise ValueError(f"ack_quorum ({ack_quorum}) cannot exceed write_quorum ({write_quorum})")
+        if min_regions > 0 and ack_quorum <= write_quorum - write_quorum // min_regions:
+            floor = write_quorum - write_quorum // min_regions + 1
+            raise ValueError(
+                f"ack_quorum={ack_quorum} cannot keep acknowledged entries in {min_regions} regions with "
+                f"write_quorum={write_quorum}: it must be at least {floor} "
+                "(reppMinimumRegionsForDurability); raise the ack quorum or lower the minimum")
+
+    def _region_coverage(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                         min_regions: int) -> CoverageEnsemble:
+        """A fresh region-level coverage ensemble (distance 2, spec §0.5, §1.3).
+
+        With a durability minimum it counts copies per region over every region known to the policy
+        (configured, discovered, empty and disallowed alike); otherwise it applies the rack-quorum rule
+        with `minNumRacksPerWriteQuorum` to regions.
+        """
+        regions = sorted(self.sub_policies) if min_regions > 0 else ()
+        return CoverageEnsemble(ensemble_size, write_quorum, ack_quorum, self.settings.min_racks_per_write_quorum,
+                                self._region_key, regions=regions, min_durability=min_regions)
+
+    def _exclusion(self, exclude: Iterable[str], explain: dict[str, Any]) -> set[str]:
+        """Caller exclusions plus default-location bookies when `enforceMinNumRacksPerWriteQuorum` (spec §1.3)."""
+        excluded = set(exclude)
+        if excluded:
+            explain["excluded"]["caller"] = sorted(excluded)
+        if self.settings.enforce_min_racks:
+            default_rack = self.topology.bookies_in(self.default_location)
+            if default_rack:
+                excluded.update(default_rack)
+                explain["excluded"]["default rack (enforceMinNumRacksPerWriteQuorum)"] = list(default_rack)
+        return excluded
+
+    def _new_explain(self, durability_disabled: bool) -> dict[str, Any]:
+        explain: dict[str, Any] = {"policy": POLICY_NAME, "fallbacks": [], "excluded": {}}
+        if durability_disabled:
+            explain["fallbacks"].append(f"durability disabled by feature {self.settings.disable_durability_feature}: "
+                                        "one region is enough")
+        return explain
+
+    def _note_disallowed(self, explain: dict[str, Any]) -> None:
+        if self.settings.disallow_region_feature is None:
+            return
+        disallowed = [region for region in sorted(self.sub_policies) if self.is_region_disallowed(region)]
+        if disallowed:
+            explain["disallowed_regions"] = disallowed
+
+    def new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] = (), *,
+                     rng: random.Random | None = None) -> PlacementResult:
+        """Choose `ensemble_size` bookies spread over regions (spec §1.2-§1.4).
+
+        Zero available regions: uniformly random known bookies. One: that region's rack-aware placement
+        under the region-level coverage. Two or more: the allocation loop (`_allocate`).
+
+        Raises:
+            ValueError: the quorum sizes fail BookKeeper's checks (§1.2).
+            NotEnoughBookiesError: the bookies left after exclusions cannot form the ensemble.
+        """
+        self._tick()
+        rng = rng if rng is not None else random.Random(0)
+        disabled = self.is_durability_disabled()
+        min_regions = 1 if disabled else self.min_regions
+        self.validate_quorums(ensemble_size, write_quorum, ack_quorum, min_regions)
+        explain = self._new_explain(disabled and self.min_regions > 0)
+        excluded = self._exclusion(exclude, explain)
+        self._note_disallowed(explain)
+        available = self.available_regions()
+        explain["regions_available"] = available
+
+        if not available:
+            reason = "every region is disallowed or empty" if self.sub_policies else "no region information"
+            explain["fallbacks"].append(f"0 regions available ({reason}): random selection")
+            chosen = self._select_random(self.topology.leaves(), ensemble_size, excluded, None, None, rng)
+            if len(chosen) < ensemble_size:
+                raise NotEnoughBookiesError(
+                    f"cannot place ensemble_size={ensemble_size}: no region is available and only {len(chosen)} "
+                    f"known bookies remain after excluding {len(excluded)}; add bookies or re-allow a region")
+            return self._result(chosen, write_quorum, ack_quorum, explain)
+
+        if len(available) == 1:
+            region = available[0]
+            explain["fallbacks"].append(f"single region: rack-aware placement in {region}")
+            coverage = self._region_coverage(ensemble_size, write_quorum, ack_quorum, min_regions)
+            try:
+                placed = self.sub_policies[region].new_ensemble_internal(
+                    ensemble_size, write_quorum, write_quorum, excluded, coverage, coverage, rng)
+            except NotEnoughBookiesError as exc:
+                raise NotEnoughBookiesError(f"cannot place ensemble_size={ensemble_size} in {region}, the only "
+                                            f"available region: {exc}") from exc
+            self._merge_notes(explain, region, placed.explain.get("fallbacks", ()))
+            explain["allocation"] = {region: len(placed.ensemble)}
+            return self._result(list(placed.ensemble), write_quorum, ack_quorum, explain)
+
+        chosen = self._allocate(ensemble_size, write_quorum, ack_quorum, min_regions, excluded, available,
+                                explain, rng)
+        return self._result(chosen, write_quorum, ack_quorum, explain)
+
+    def _allocate(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
+                  excluded: set[str], available: list[str], explain: dict[str, Any],
+                  rng: random.Random) -> list[str]:
+        """Split the ensemble over two or more regions (the allocation loop, spec §1.4).
+
+        Each pass rebuilds the coverage ensemble: the local region first, then the others round robin
+        from `last_region_index`; each region not yet at its maximum tries to add its share
+        (ceil(remaining / regions left)), shrinking it by one on failure; a maximal region re-places
+        what it had. Passes repeat while bookies remain and the last pass made progress.
+        """
+        n = len(available)
+        allocation = {region: (0, 0) for region in available}
+        maxed: set[str] = set()
+        remaining_e, remaining_w = ensemble_size, write_quorum
+        local_index = available.index(self.local_region) if self.local_region in available else -1
+        notes: dict[str, list[str]] = {}
+        while True:
+            coverage = self._region_coverage(ensemble_size, write_quorum, ack_quorum, min_regions)
+            before = remaining_e
+            to_allocate = n - len(maxed)
+            start = self.last_region_index % n
+            region = self.local_region
+            for visit in range(n):
+                if visit > 0 or local_index == -1:
+                    if start % n == local_index:
+                        start += 1
+                    region = available[start % n]
+                    start += 1
+                had_e, had_w = allocation[region]
+                sub = self.sub_policies[region]
+                if region not in maxed:
+                    add = min(remaining_e, -(-remaining_e // to_allocate))
+                    placed = False
+                    while add > 0:
+                        add_w = max(1, min(remaining_w, _round_half_up_ratio(write_quorum * add, ensemble_size)))
+                        trial = coverage.copy()
+                        try:
+                            result = sub.new_ensemble_internal(had_e + add, had_w + add_w, had_w + add_w,
+                                                               excluded, trial, trial, rng)
+                        except NotEnoughBookiesError:
+                            explain["fallbacks"].append(f"region {region}: could not place {had_e + add} "
+                                                        f"bookies; trying {had_e + add - 1}")
+                            add -= 1
+                            continue
+                        coverage = trial
+                        remaining_e -= add
+                        remaining_w -= add_w
+                        allocation[region] = (had_e + add, had_w + add_w)
+                        to_allocate -= 1
+                        self.last_region_index = start
+                        notes[region] = list(result.explain.get("fallbacks", ()))
+                        placed = True
+                        break
+                    if not placed:
+                        maxed.add(region)
+                if region in maxed and had_e > 0:
+                    try:
+                        result = sub.new_ensemble_internal(had_e, had_w, had_w, excluded, coverage, coverage, rng)
+                    except NotEnoughBookiesError as exc:
+                        # Java lets this escape the loop too (spec §1.4 step 3).
+                        raise NotEnoughBookiesError(
+                            f"cannot place ensemble_size={ensemble_size}: region {region} could not re-place "
+                            f"its {had_e} bookies in a later pass: {exc}") from exc
+                    notes[region] = list(result.explain.get("fallbacks", ()))
+            if maxed.issuperset(available) or not (0 < remaining_e < before):
+                break
+        chosen = coverage.to_list()
+        explain["allocation"] = {region: allocation[region][0] for region in available if allocation[region][0]}
+        for region in sorted(notes):
+            self._merge_notes(explain, region, notes[region])
+        if len(chosen) != ensemble_size:
+            raise NotEnoughBookiesError(
+                f"cannot place ensemble_size={ensemble_size} across regions {', '.join(available)}: only "
+                f"{len(chosen)} bookies could be placed (allocation {explain['allocation']}) after excluding "
+                f"{len(excluded)}; add bookies or lower the ensemble size")
+        if self.settings.region_validation and not coverage.validate():
+            spanned = sorted({self.region_of_bookie(b) for b in chosen})
+            raise NotEnoughBookiesError(
+                f"cannot place ensemble_size={ensemble_size} in {min_regions} regions as "
+                f"reppMinimumRegionsForDurability requires: the ensemble would span only {', '.join(spanned)}; "
+                "add bookies to other regions or lower the minimum (reppEnableValidation=false skips this check)")
+        return chosen
+
+    def _merge_notes(self, explain: dict[str, Any], region: str, notes: Iterable[str]) -> None:
+        """Add a sub-policy's fallback notes, naming the region.
+
+        Every sub-policy starts position 0 in the client's rack, as in Java; outside the local region
+        that rack is never there, so that expected fallback is left out of the explanation.
+        """
+        local = region == self.local_region
+        explain["fallbacks"].extend(f"{region}: {note}" for note in notes
+                                    if local or not note.startswith(_LOCAL_RACK_NOTE))
+
+    def _result(self, ensemble: list[str], write_quorum: int, ack_quorum: int,
+                explain: dict[str, Any], bookie: str | None = None) -> PlacementResult:
+        return PlacementResult(ensemble, self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum),
+                               bookie=bookie, explain=explain)
+
+    def _select_random(self, pool: Sequence[str], n: int, excluded: set[str], predicate: CoverageEnsemble | None,
+                       ensemble: CoverageEnsemble | None, rng: random.Random) -> list[str]:
+        """Up to `n` distinct members of `pool` (BookKeeper's `selectRandomInternal`, spec §0.4).
+
+        Uniform, or by capped disk weight when weighted placement is on. A candidate must not be
+        excluded and, when `predicate` is given, must be accepted by it; it counts only if `ensemble`
+        (when given) records it.
+        """
+        taken: set[str] = set()
+
+        def accept(candidate: str) -> bool:
+            if candidate in excluded or candidate in taken:
+                return False
+            return predicate is None or predicate.apply(candidate, ensemble)
+
+        selector = WeightedSelector(pool, self.weights, self.settings.max_weight_multiple) \
+            if self.settings.disk_weighted else None
+        chosen: list[str] = []
+        while len(chosen) < n:
+            candidate = selector.pick(rng, accept) if selector is not None else pick_uniform(rng, pool, accept)
+            if candidate is None:
+                break
+            taken.add(candidate)
+            if ensemble is None or ensemble.add_node(candidate):
+                chosen.append(candidate)
+        return chosen
+
+    # -- replace_bookie (spec §2.1) ---------------------------------------------------------------
+
+    def replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                       custom_metadata: Mapping[str, bytes] | None, current_ensemble: Sequence[str],
+                       bookie_to_replace: str, exclude: Iterable[str] = (), *,
+                       rng: random.Random | None = None) -> PlacementResult:
+        """Replace one bookie: same rack, else same region, else any allowed region (spec §2.1).
+
+        With durability enforced in replacement (`reppEnableDurabilityEnforcementInReplace`, feature off)
+        the cross-region pick must keep every write set within the durability rule; a current ensemble
+        that already breaks it turns enforcement off for this call ("anomalous ensemble").
+
+        Raises:
+            ValueError: `bookie_to_replace` is not in a non-empty `current_ensemble`.
+            NotEnoughBookiesError: no eligible bookie in any allowed region.
+        """
+        self._tick()
+        rng = rng if rng is not None else random.Random(0)
+        current = list(current_ensemble)
+        if current and bookie_to_replace not in current:
+            raise ValueError(f"bookie_to_replace {bookie_to_replace} is not a member of current_ensemble {current}")
+        disabled = self.durability_in_replace and self.is_durability_disabled()
+        enforce = self.durability_in_replace and not disabled
+        min_regions = self.min_regions if enforce else 1
+        explain = self._new_explain(disabled)
+        excluded = self._exclusion(exclude, explain)
+        self._note_disallowed(explain)
+        excluded.add(bookie_to_replace)
+        coverage = CoverageEnsemble(ensemble_size, write_quorum, ack_quorum, self.settings.min_racks_per_write_quorum,
+                                    self._region_key, regions=sorted(self.sub_policies), min_durability=min_regions)
+        for member in current:
+            if member == bookie_to_replace:
+                continue
+            excluded.add(member)
+            if not coverage.apply(member, coverage) and enforce:
+                enforce = False
+                explain["fallbacks"].append(f"anomalous ensemble: {member} already breaks the durability rule; "
+                                            "durability not enforced for this replacement")
+            coverage.add_node(member)
+
+        region = self.region_of_bookie(bookie_to_replace)
+        allowed = [r for r in sorted(self.sub_policies) if not self.is_region_disallowed(r)]
+        candidate = None
+        if region in allowed:
+            notes: list[str] = []
+            try:
+                candidate = self.sub_policies[region].select_from_network_location(
+                    self.location_of(bookie_to_replace), set(excluded), None, None, True, rng, fallbacks=notes)
+                self._merge_notes(explain, region, notes)
+            except NotEnoughBookiesError:
+                explain["fallbacks"].append(f"region {region}: no eligible bookie; chose from all allowed regions")
+        else:
+            explain["fallbacks"].append(f"region {region} of {bookie_to_replace} is not available; "
+                                        "chose from all allowed regions")
+        if candidate is None:
+            pool = [b for r in allowed for b in self.sub_policies[r].known_sorted()]
+            predicate = coverage if enforce else None
+            picked = self._select_random(pool, 1, excluded, predicate, coverage if enforce else None, rng)
+            if not picked:
+                rule = (f" that keeps {self.min_regions} regions per acknowledged entry "
+                        "(reppEnableDurabilityEnforcementInReplace)") if enforce else ""
+                raise NotEnoughBookiesError(
+                    f"cannot replace {bookie_to_replace}: no bookie in the allowed regions ({', '.join(allowed)})"
+                    f"{rule} remains after excluding {len(excluded)} (current ensemble and exclusions); add bookies")
+            candidate = picked[0]
+        explain["region"] = self.region_of_bookie(candidate)
+        replaced = list(current)
+        if replaced:
+            replaced[replaced.index(bookie_to_replace)] = candidate
+        else:
+            replaced = [candidate]
+        return self._result(replaced, write_quorum, ack_quorum, explain, bookie=candidate)
+
+    # -- adherence (spec §2.2, issue #1898) -------------------------------------------------------
+
+    def _write_set_adherence(self, members: set[str], write_quorum: int, ack_quorum: int, min_regions: int,
+                             soft_regions: int) -> Adherence:
+        """The rule for one write set; see `is_ensemble_adhering`."""
+        racks: set[str] = set()
+        copies: dict[str, int] = {}
+        for bookie in members:
+            location = self.known.get(bookie)
+            if location is None:
+                continue
+            racks.add(location)
+            region = self.region_of[bookie]
+            copies[region] = copies.get(region, 0) + 1
+        if len(racks) < min(write_quorum, self.settings.min_racks_per_write_quorum):
+            return Adherence.FAIL
+        if self.settings.enforce_min_racks and self.default_location in racks:
+            return Adherence.FAIL
+        if min_regions > 0:
+            if len(copies) < min(min_regions, write_quorum):
+                return Adherence.FAIL
+            worst_group = sum(sorted(copies.values(), reverse=True)[:min_regions - 1])
+            return Adherence.FAIL if worst_group >= ack_quorum else Adherence.MEETS_STRICT
+        return Adherence.MEETS_SOFT if len(copies) < soft_regions else Adherence.MEETS_STRICT
+
+    def _write_set_verdicts(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int) -> list[Adherence]:
+        size = len(ensemble)
+        min_regions = self.min_regions if self.is_durability_enforced() else 0
+        populated = sum(1 for sub in self.sub_policies.values() if sub.known)
+        soft_regions = min(write_quorum, self.settings.min_racks_per_write_quorum, max(populated, 1))
+        return [self._write_set_adherence({ensemble[(i + j) % size] for j in range(write_quorum)},
+                                          write_quorum, ack_quorum, min_regions, soft_regions)
+                for i in range(size)]
+
+    def is_ensemble_adhering(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int) -> Adherence:
+        """The real region-aware rule (BookKeeper has a stub, apache/bookkeeper#1898).
+
+        For every write set (W consecutive positions, wrapping), over its members that are known
+        (writable) bookies:
+
+        (a) at least min(W, minNumRacksPerWriteQuorum) distinct racks (full locations), and no member at
+            the default location when enforceMinNumRacksPerWriteQuorum; else FAIL;
+        (b) durability enforced (reppMinimumRegionsForDurability = M > 0 and the disable feature off):
+            at least min(M, W) regions, and no M-1 regions together hold ack_quorum or more copies
+            (so every acknowledged entry spans M regions); else FAIL;
+        (c) otherwise, fewer than min(W, minNumRacksPerWriteQuorum, regions holding known bookies)
+            regions gives MEETS_SOFT.
+
+        The answer is the worst over all write sets; an empty ensemble FAILs. Bookies at the default
+        location count as region `UnknownRegion`, as placement counts them.
+
+        BK bug fixed (apache/bookkeeper#1898): Java always answers MEETS_STRICT.
+        """
+        if not ensemble:
+            return Adherence.FAIL
+        return min(self._write_set_verdicts(ensemble, write_quorum, ack_quorum))
+
+    def are_acked_bookies_adhering(self, acked: Iterable[str], write_quorum: int, ack_quorum: int) -> bool:
+        """Distinct racks of the known acked bookies >= min(W, minNumRacksPerWriteQuorum) (spec §2.2, inherited)."""
+        racks = {self.known[b] for b in set(acked) if b in self.known}
+        return len(racks) >= min(write_quorum, self.settings.min_racks_per_write_quorum)
+
+    def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str],
+                          current_ensemble: Sequence[str], *, rng: random.Random | None = None) -> PlacementResult:
+        """Repair a non-adhering ensemble with as few replacements as this search finds.
+
+        An ensemble that does not FAIL is returned unchanged with its adherence. Otherwise, in rounds:
+        every position not yet changed is tried with `replace_bookie` (same rack, region, then other
+        regions); a candidate that does not adhere has its whole rack excluded and the position is
+        tried again (adherence depends only on the candidate's rack). The first round that makes the
+        ensemble adhere wins (MEETS_STRICT before MEETS_SOFT, then the earliest position); otherwise the
+        replacement that removes the most failing write sets is kept and another round runs. No
+        improvement: FAIL with an empty ensemble.
+
+        BK bug fixed (apache/bookkeeper#1898): Java returns the current ensemble unchanged as MEETS_STRICT.
+        """
+        self._tick()
+        rng = rng if rng is not None else random.Random(0)
+        ensemble = list(current_ensemble)
+        explain: dict[str, Any] = {"policy": POLICY_NAME, "fallbacks": [], "excluded": {}, "replaced": {}}
+        verdicts = self._write_set_verdicts(ensemble, write_quorum, ack_quorum) if ensemble else []
+        if verdicts and min(verdicts) != Adherence.FAIL:
+            return PlacementResult(ensemble, min(verdicts), explain=explain)
+        excluded = set(exclude)
+        if excluded:
+            explain["excluded"]["caller"] = sorted(excluded)
+        failing = verdicts.count(Adherence.FAIL)
+        changed: set[int] = set()
+        for _ in range(len(ensemble)):
+            adhering: tuple[int, int, list[str]] | None = None  # (-adherence, position, ensemble)
+            improving: tuple[int, int, list[str]] | None = None  # (failing write sets, position, ensemble)
+            for position in range(len(ensemble)):
+                if position in changed:
+                    continue
+                tried: set[str] = set()
+                while True:
+                    try:
+                        result = self.replace_bookie(ensemble_size, write_quorum, ack_quorum, None, ensemble,
+                                                     ensemble[position], excluded | tried, rng=rng)
+                    except NotEnoughBookiesError:
+                        break
+                    if result.adherence != Adherence.FAIL:
+                        key = (-int(result.adherence), position, result.ensemble)
+                        if adhering is None or key[:2] < adhering[:2]:
+                            adhering = key
+                        if result.adherence == Adherence.MEETS_STRICT:
+                            break
+                    else:
+                        count = self._write_set_verdicts(result.ensemble, write_quorum, ack_quorum).count(
+                            Adherence.FAIL)
+                        if improving is None or count < improving[0]:
+                            improving = (count, position, result.ensemble)
+                    rack = self.known.get(result.bookie)
+                    tried.update(self.topology.bookies_in(rack) if rack is not None else (result.bookie,))
+                if adhering is not None and adhering[0] == -int(Adherence.MEETS_STRICT):
+                    break
+            if adhering is not None:
+                _, position, repaired = adhering
+                changed.add(position)
+                explain["replaced"] = {str(p): repaired[p] for p in sorted(changed)}
+                return PlacementResult(repaired, Adherence(-adhering[0]), explain=explain)
+            if improving is None or improving[0] >= failing:
+                break
+            failing, position, ensemble = improving
+            changed.add(position)
+            explain["fallbacks"].append(f"position {position}: replaced, {failing} write sets still fail")
+        explain["fallbacks"].append("no replacement of the changed positions makes the ensemble adhere")
+        return PlacementResult([], Adherence.FAIL, explain=explain)
+
+    # -- reads (spec §2.3) ------------------------------------------------------------------------
+
+    def register_slow_bookie(self, bookie: str, entry_id: int) -> None:
+        """Remember a slow bookie for `bookieFailureHistoryExpirationMSec` (only without a pending threshold)."""
+        if self.settings.read_reorder_threshold_pending <= 0:
+            now = self._tick()
+            self.slow_bookies.purge(now)
+            self.slow_bookies.register(bookie, entry_id, now)
+
+    def reorder_read_sequence(self, ensemble: Sequence[str], health: HealthInfo | None,
+                              write_set: Sequence[int], *, rng: random.Random | None = None) -> list[int]:
+        """Read order for one entry (spec §2.3): local replicas, then one remote after at most two locals.
+
+        Without a local region (no `localNodeLocation`, or `ignoreLocalNodeInPlacementPolicy`) this is
+        the rack-aware order, everything available counting as local.
+        """
+        now = self._tick()
+        health = health if health is not None else HealthInfo()
+        slow = self.slow_bookies
+        is_local = None
+        if self.local_region != UNKNOWN_REGION:
+            local_region = self.local_region
+            region_of = self.region_of
+            is_local = lambda bookie: region_of.get(bookie) == local_region  # noqa: E731
+        return read_order.reorder_read_sequence(
+            ensemble, write_set,
+            is_known=self.known.__contains__, is_readonly=self.readonly.__contains__,
+            is_slow=lambda bookie: slow.contains(bookie, now), failure_of=health.failure_of,
+            pending_of=health.pending_of, threshold_pending=self.settings.read_reorder_threshold_pending,
+            random_reordering=self.settings.random_read_reordering, rng=rng, is_local=is_local,
+            remote_insert_position=read_order.REMOTE_NODE_IN_REORDER_SEQUENCE)
+
+    def reorder_read_lac_sequence(self, ensemble: Sequence[str], health: HealthInfo | None,
+                                  write_set: Sequence[int], *, rng: random.Random | None = None) -> list[int]:
+        """`reorder_read_sequence`, then every ensemble index not in the write set, ascending (spec §2.3)."""
+        ordered = self.reorder_read_sequence(ensemble, health, write_set, rng=rng)
+        return add_missing_indices(ordered, len(ensemble))
+
+    # -- snapshots and checks ---------------------------------------------------------------------
+
+    def export_state(self) -> dict[str, Any]:
+        """Base state plus the round-robin position, slow bookies and every sub-policy's own state."""
+        self._tick()
+        state = super().export_state()
+        state["last_region_index"] = self.last_region_index
+        state["slow_bookies"] = self.slow_bookies.export()
+        state["sub_policies"] = {region: self.sub_policies[region].export_state()
+                                 for region in sorted(self.sub_policies)}
+        return state
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        """Restore `export_state` output into a freshly created policy."""
+        super().import_state(state)
+        self.region_of = {bookie: region_of_location(location) for bookie, location in self.known.items()}
+        self.last_region_index = int(state.get("last_region_index", 0))
+        self.slow_bookies.restore(state.get("slow_bookies", {}))
+        for region, sub_state in sorted(state.get("sub_policies", {}).items()):
+            self._sub_policy(region).import_state(sub_state)
+
+    def check_invariants(self) -> None:
+        """Assert the region bookkeeping is consistent (tests only)."""
+        self.topology.check_invariants()
+        assert set(self.region_of) == set(self.known)
+        for bookie, location in self.known.items():
+            region = self.region_of[bookie]
+            assert region == region_of_location(location), (bookie, location, region)
+            assert self.sub_policies[region].known.get(bookie) == location, (bookie, region)
+        for region, sub in self.sub_policies.items():
+            for bookie in sub.known:
+                assert self.region_of.get(bookie) == region, (bookie, region)
