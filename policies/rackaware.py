@@ -1,0 +1,1058 @@
+"""BookKeeper's rack-aware placement policy (`RackawareEnsemblePlacementPolicyImpl` and the public
+`RackawareEnsemblePlacementPolicy` with its stabilized secondary instance).
+
+Spec: bookkeeper-rackaware.md §2.4 (stabilization), §4 (new ensemble), §5 (replacements), §6
+(adherence), §7.4 (disk weights), §8 (read ordering; the ordering itself lives in `read_order.py`).
+
+Two classes:
+
+* `RackawarePolicyImpl`: the algorithm on one topology. It is also the per-region engine of the
+  region-aware policy, which calls the topology-aware extension methods (`new_ensemble_internal`,
+  `select_from_network_location`, `select_from_network_location_excluding_racks`, `select_random`,
+  `default_rack_bookies`). Those methods take an `exclude` set owned by the caller's algorithm and
+  extend it with chosen bookies exactly where Java does (never a public caller's object).
+* `RackawarePolicy`: the public class. With `networkTopologyStabilizePeriodSeconds = P > 0` it keeps a
+  secondary `RackawarePolicyImpl` whose topology keeps departed bookies for `P` seconds
+  (`stabilize.StabilizedTopology`); placements that cannot be made on the live topology are retried
+  there ("a bookie that is only flapping may still take urgent allocations").
+
+Selection is uniform among acceptable candidates (Java's shuffle-and-walk) or disk-weighted with the
+median cap (§7.3), always from the injected `random.Random`. Candidate sequences come from the
+rack-indexed topology, so a pick costs what the scope's shape and the rejections cost, not what the
+number of bookies costs.
+
+Why this module is longer than 600 lines: the Impl and the public wrapper are one algorithm with one
+set of quirk decisions (App. A #1, #3, #7, #8, #9, #10); splitting them would scatter the tags.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from typing import Any, Protocol
+
+from .api import Adherence, BookieInfo, HealthInfo, PlacementResult
+from .base import TopologyAwarePolicy
+from .coverage import NO_CONSTRAINTS, CoverageEnsemble
+from .errors import NotEnoughBookiesError
+from .location import ROOT
+from .read_order import SlowBookieCache, add_missing, reorder_read_sequence
+from .resolver import LocationResolver
+from .selection import WeightedSelector, pick_uniform
+from .settings import PlacementSettings
+from .stabilize import StabilizedTopology
+from .topology import NetworkTopology
+
+Clock = Callable[[], float]
+
+_SCOPE_SELECTOR_CACHE_LIMIT = 256
+
+
+class Predicate(Protocol):
+    """BookKeeper's `Predicate<BookieNode>`: may `candidate` join `ensemble`?"""
+
+    def apply(self, candidate: str, ensemble: object) -> bool: ...
+
+
+class Ensemble(Protocol):
+    """BookKeeper's `Ensemble<BookieNode>`: records a chosen bookie; False when it refuses it."""
+
+    def add_node(self, bookie: str) -> bool: ...
+
+
+def _check_sizes(ensemble_size: int, write_quorum: int, ack_quorum: int) -> None:
+    for name, value in (("ensemble_size", ensemble_size), ("write_quorum", write_quorum),
+                        ("ack_quorum", ack_quorum)):
+        if not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name}: expected a non-negative integer, got {value!r}")
+
+
+def _lazy_shuffle(rng: random.Random, population: Sequence[str]) -> Iterator[str]:
+    """The members of `population` in uniformly random order, drawn lazily (Fisher-Yates).
+
+    Equivalent to Java's `Collections.shuffle` followed by a walk; costs one draw per member visited.
+    """
+    n = len(population)
+    swapped: dict[int, int] = {}
+    draw = rng.random
+    for i in range(n):
+        j = i + int(draw() * (n - i))
+        pos = swapped.get(j, j)
+        swapped[j] = swapped.get(i, i)
+        yield population[pos]
+
+
+def _describe_scope(scope: str) -> str:
+    if scope == ROOT:
+        return "the whole cluster"
+    if scope.startswith("~"):
+        racks = [s for s in scope[1:].split(",") if s]
+        return "the cluster outside " + ", ".join(racks) if racks else "an empty scope"
+    return scope
+
+
+def _differ(current: Sequence[str], proposed: Sequence[str]) -> float:
+    """Positions whose bookie differs; infinite when either list is empty or the sizes differ."""
+    if not current or not proposed or len(current) != len(proposed):
+        return float("inf")
+    return sum(1 for a, b in zip(current, proposed) if a != b)
+
+
+class RackawarePolicyImpl(TopologyAwarePolicy):
+    """The rack-aware algorithm on one topology (spec §4-§8).
+
+    Args:
+        settings: parsed configuration (`minNumRacksPerWriteQuorum`, enforcement, weights, ...).
+        resolver: bookie -> location.
+        clock: event-time seconds; read at most once per public call (stabilization, slow bookies).
+        features: runtime switches (unused by rack-aware placement itself).
+        default_location: the default rack `D` (`/default-rack` unless given).
+        enforce_durability: the constructor flag of §4.5: random fallbacks honour the predicate.
+        stabilize_period_s: > 0 makes this instance's own topology a stabilized one (Java's bare
+            `RackawareEnsemblePlacementPolicyImpl` initialised with a period).
+    """
+
+    name = "rackaware"
+
+    def __init__(self, settings: PlacementSettings, resolver: LocationResolver, clock: Clock,
+                 features: MutableMapping[str, int], default_location: str | None = None,
+                 enforce_durability: bool = False, stabilize_period_s: float = 0) -> None:
+        self._cluster_selector: WeightedSelector | None = None
+        self._scope_selectors: dict[Any, WeightedSelector] = {}
+        super().__init__(settings, resolver, clock, features, default_location)
+        self.enforce_durability = enforce_durability
+        self.stabilize_period_s = stabilize_period_s
+        self._stabilized = stabilize_period_s > 0
+        if self._stabilized:
+            self.topology = StabilizedTopology(stabilize_period_s)
+        self.slow_bookies = SlowBookieCache(settings.failure_history_expiration_ms / 1000.0)
+        self._known_sorted: tuple[str, ...] | None = None
+
+    # -- caches ------------------------------------------------------------------------------------
+
+    @property
+    def weights(self) -> dict[str, int]:
+        """bookie -> free disk bytes (disk-weighted mode). Assign a new dict to change it."""
+        return self._weights
+
+    @weights.setter
+    def weights(self, value: dict[str, int]) -> None:
+        self._weights = value
+        self._invalidate()
+
+    def _invalidate(self) -> None:
+        self._known_sorted = None
+        self._cluster_selector = None
+        self._scope_selectors = {}
+
+    def known_sorted(self) -> tuple[str, ...]:
+        """Known (writable) bookies in id order: the population of whole-cluster selection."""
+        cached = self._known_sorted
+        if cached is None:
+            cached = self._known_sorted = tuple(sorted(self.known))
+        return cached
+
+    def _cluster_weighted(self) -> WeightedSelector:
+        selector = self._cluster_selector
+        if selector is None:
+            selector = self._cluster_selector = WeightedSelector(
+                self.known_sorted(), self._weights, self.settings.max_weight_multiple)
+        return selector
+
+    def _scope_weighted(self, key: Any, leaves: Sequence[str]) -> WeightedSelector:
+        """Selector over a scope's leaves; the cap is computed over the scope (§7.4). Cached per scope."""
+        selector = self._scope_selectors.get(key)
+        if selector is None:
+            if len(self._scope_selectors) >= _SCOPE_SELECTOR_CACHE_LIMIT:
+                self._scope_selectors = {}
+            selector = self._scope_selectors[key] = WeightedSelector(
+                leaves, self._weights, self.settings.max_weight_multiple)
+        return selector
+
+    # -- clock -------------------------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        """Read the clock once for this public call and expire stabilized departures."""
+        if self._stabilized and self.topology.advance(self.clock()):  # type: ignore[attr-defined]
+            self._invalidate()
+
+    # -- membership --------------------------------------------------------------------------------
+
+    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
+        """Spec §2.2: apply a membership snapshot; return the dead bookies (left, not read-only)."""
+        self._tick()
+        return super().on_cluster_changed(writable, readonly)
+
+    def handle_bookies_that_left(self, bookies: list[str]) -> None:
+        super().handle_bookies_that_left(bookies)
+        self._invalidate()
+
+    def handle_bookies_that_joined(self, bookies: list[str]) -> None:
+        super().handle_bookies_that_joined(bookies)
+        self._invalidate()
+
+    def on_bookie_rack_change(self, bookies: Iterable[str]) -> None:
+        """Spec §2.5: re-resolve known bookies and move them in the topology."""
+        self._tick()
+        super().on_bookie_rack_change(bookies)
+        self._invalidate()
+
+    def with_default_rack(self, rack: str) -> None:
+        """Change the default rack `D` (Java `withDefaultRack`); later resolutions use it."""
+        if not rack:
+            raise ValueError("default rack: expected a network location such as /default-rack, got "
+                             f"{rack!r}")
+        self.default_location = rack
+
+    def pending_leaves(self) -> dict[str, float]:
+        """Departed bookies whose leaf waits out the stabilization delay: bookie -> expiry time (s)."""
+        self._tick()
+        if self._stabilized:
+            return self.topology.expiries()  # type: ignore[attr-defined]
+        return {}
+
+    # -- locations -----------------------------------------------------------------------------------
+
+    def _locate(self, bookie: str) -> str:
+        """A bookie's rack: its leaf in the tree, else its known location, else a fresh resolution."""
+        rack = self.topology.rack_of(bookie)
+        return rack if rack is not None else self.location_of(bookie)
+
+    def _first_scope(self) -> str:
+        """Scope of position 0: the local node's rack unless absent, ignored or the default rack."""
+        settings = self.settings
+        local = settings.local_node_location
+        if local is None or settings.ignore_local_node or local == self.default_location:
+            return ROOT
+        return local
+
+    def default_rack_bookies(self) -> set[str]:
+        """Bookies (tree leaves) under the default location `D`."""
+        return set(self.topology.leaves(self.default_location))
+
+    def _default_rack_exclusion(self, exclude: set[str], explain: dict[str, list[str]]) -> None:
+        """§4.3: under enforcement, add every bookie of the default rack to `exclude` (in place)."""
+        if self.settings.enforce_min_racks:
+            defaults = self.topology.leaves(self.default_location)
+            if len(defaults):
+                exclude.update(defaults)
+                explain["default_rack"] = sorted(defaults)
+
+    # -- selection primitives (§4.5) -----------------------------------------------------------------
+
+    def _pick_leaf(self, key: Any, leaves: Sequence[str], exclude: set[str], predicate: Predicate | None,
+                   ensemble: Any, rng: random.Random) -> str | None:
+        """A random acceptable leaf (uniform, or by capped weight) or None; nothing recorded."""
+        if predicate is None:
+            def accept(bookie: str) -> bool:
+                return bookie not in exclude
+        else:
+            apply = predicate.apply
+
+            def accept(bookie: str) -> bool:
+                return bookie not in exclude and apply(bookie, ensemble)
+        if not self.settings.disk_weighted:
+            return pick_uniform(rng, leaves, accept)
+        for leaf in leaves:
+            if leaf not in exclude:
+                break
+        else:
+            return None
+        return self._scope_weighted(key, leaves).pick(rng, accept)
+
+    def _record(self, bookie: str, exclude: set[str], ensemble: Any) -> str:
+        if ensemble.add_node(bookie):
+            exclude.add(bookie)
+        return bookie
+
+    def select_random_from_rack(self, scope: str, exclude: set[str], predicate: Predicate | None,
+                                ensemble: Any, rng: random.Random) -> str:
+        """A random leaf of `scope` that is not excluded and that `predicate` accepts (§4.5).
+
+        The leaf is offered to `ensemble.add_node`; when that accepts it, it is added to `exclude`.
+        The leaf is returned either way (as in Java).
+
+        Raises:
+            NotEnoughBookiesError: no acceptable leaf in the scope.
+        """
+        ensemble = NO_CONSTRAINTS if ensemble is None else ensemble
+        chosen = self._pick_leaf(scope, self.topology.leaves(scope), exclude, predicate, ensemble, rng)
+        if chosen is None:
+            raise NotEnoughBookiesError(f"no eligible bookie in {_describe_scope(scope)}")
+        return self._record(chosen, exclude, ensemble)
+
+    def select_random(self, n: int, exclude: set[str], predicate: Predicate | None, ensemble: Any,
+                      rng: random.Random) -> list[str]:
+        """`n` random known bookies (§4.5 `selectRandom`); see `select_random_internal`."""
+        return self.select_random_internal(None, n, exclude, predicate, ensemble, rng)
+
+    def select_random_internal(self, population: Sequence[str] | None, n: int, exclude: set[str],
+                               predicate: Predicate | None, ensemble: Any, rng: random.Random,
+                               accept: Callable[[str], bool] | None = None) -> list[str]:
+        """`n` random members of `population` (default: all known bookies), §4.5.
+
+        Skips excluded members, and members the predicate rejects only when `enforce_durability`
+        is on (otherwise the predicate is ignored, as in Java). A member counts when
+        `ensemble.add_node` accepts it; it is then added to `exclude`. `accept` is an extra filter
+        (used by the excluded-racks form instead of materialising an exclusion list).
+
+        Raises:
+            NotEnoughBookiesError: fewer than `n` members could be chosen.
+        """
+        ensemble = NO_CONSTRAINTS if ensemble is None else ensemble
+        shared = population is None
+        if shared:
+            population = self.known_sorted()
+        check = predicate.apply if (self.enforce_durability and predicate is not None) else None
+        chosen: list[str] = []
+        if n <= 0:
+            return chosen
+        if self.settings.disk_weighted:
+            available = sum(1 for b in population if b not in exclude and (accept is None or accept(b)))
+            if available < n:
+                raise NotEnoughBookiesError(
+                    f"need {n} bookie(s) but only {available} eligible bookie(s) remain after exclusions")
+            selector = self._cluster_weighted() if shared or accept is not None else WeightedSelector(
+                population, self._weights, self.settings.max_weight_multiple)
+            refused: set[str] = set()
+
+            def acceptable(bookie: str) -> bool:
+                return (bookie not in exclude and bookie not in refused
+                        and (accept is None or accept(bookie))
+                        and (check is None or check(bookie, ensemble)))
+            while len(chosen) < n:
+                bookie = selector.pick(rng, acceptable)
+                if bookie is None:
+                    break
+                if ensemble.add_node(bookie):
+                    exclude.add(bookie)
+                    chosen.append(bookie)
+                else:
+                    refused.add(bookie)
+        else:
+            for bookie in _lazy_shuffle(rng, population):
+                if bookie in exclude or (accept is not None and not accept(bookie)):
+                    continue
+                if check is not None and not check(bookie, ensemble):
+                    continue
+                if ensemble.add_node(bookie):
+                    exclude.add(bookie)
+                    chosen.append(bookie)
+                    if len(chosen) == n:
+                        break
+        if len(chosen) < n:
+            raise NotEnoughBookiesError(
+                f"need {n} bookie(s) but only {len(chosen)} eligible bookie(s) could be chosen")
+        return chosen
+
+    def select_from_network_location(self, scope: str, exclude: set[str], predicate: Predicate | None,
+                                     ensemble: Any, fallback_to_random: bool, rng: random.Random, *,
+                                     fallbacks: list[str] | None = None) -> str:
+        """A bookie of `scope`; else, if allowed, a random known bookie (§4.5, first form).
+
+        Raises:
+            NotEnoughBookiesError: nothing in the scope and no fallback (or the fallback failed).
+        """
+        self._tick()
+        return self._select_from_location(scope, exclude, predicate, ensemble, fallback_to_random, rng,
+                                          fallbacks)
+
+    def _select_from_location(self, scope: str, exclude: set[str], predicate: Predicate | None, ensemble: Any,
+                              fallback_to_random: bool, rng: random.Random, fallbacks: list[str] | None) -> str:
+        try:
+            return self.select_random_from_rack(scope, exclude, predicate, ensemble, rng)
+        except NotEnoughBookiesError:
+            if not fallback_to_random:
+                raise
+        if fallbacks is not None:
+            fallbacks.append(f"no eligible bookie in {_describe_scope(scope)} met the placement rule; "
+                             "chose a random bookie of the cluster")
+        return self.select_random(1, exclude, predicate, ensemble, rng)[0]
+
+    def select_from_network_location_excluding_racks(
+            self, scope: str | None, exclude_racks: Iterable[str], exclude: set[str],
+            predicate: Predicate | None, ensemble: Any, fallback_to_random: bool, rng: random.Random, *,
+            fallbacks: list[str] | None = None) -> str:
+        """A bookie of `scope`; else one in a rack not in `exclude_racks`; else (if allowed) any (§4.5).
+
+        `scope=None` is Java's "any rack but these" form. The rack-excluding step never adds the chosen
+        bookie to `exclude` (Java extends a private copy); the other steps do.
+
+        Raises:
+            NotEnoughBookiesError: no step found a bookie.
+        """
+        self._tick()
+        return self._select_excluding_racks(scope, exclude_racks, exclude, predicate, ensemble,
+                                            fallback_to_random, rng, fallbacks)
+
+    def _select_excluding_racks(self, scope: str | None, exclude_racks: Iterable[str], exclude: set[str],
+                                predicate: Predicate | None, ensemble: Any, fallback_to_random: bool,
+                                rng: random.Random, fallbacks: list[str] | None) -> str:
+        ensemble = NO_CONSTRAINTS if ensemble is None else ensemble
+        if scope is not None:
+            try:
+                return self.select_random_from_rack(scope, exclude, predicate, ensemble, rng)
+            except NotEnoughBookiesError:
+                if fallbacks is not None:
+                    fallbacks.append(f"no eligible bookie in {_describe_scope(scope)}; "
+                                     "chose from racks not used by the ensemble")
+        racks = sorted(set(exclude_racks))
+        known = self.known
+        # Known bookies outside the excluded racks: leaves outside them that are known (the tree of a
+        # stabilized instance also holds departed bookies, which this form never picks).
+        if self.settings.disk_weighted:
+            rack_set = set(racks)
+            population: Sequence[str] = self.known_sorted()
+
+            def outside(bookie: str) -> bool:
+                return known[bookie] not in rack_set
+        else:
+            population = self.topology.leaves_excluding(racks) if racks else self.topology.leaves(ROOT)
+
+            def outside(bookie: str) -> bool:
+                return bookie in known
+        private = set(exclude)
+        try:
+            return self.select_random_internal(population, 1, private, predicate, ensemble, rng, outside)[0]
+        except NotEnoughBookiesError:
+            if not fallback_to_random:
+                raise NotEnoughBookiesError(
+                    f"no eligible bookie outside the racks {', '.join(racks) or '(none)'} "
+                    "and the random fallback is off") from None
+        if fallbacks is not None:
+            fallbacks.append("no eligible bookie in a rack unused by the ensemble; chose a random bookie "
+                             "of the cluster")
+        return self.select_random(1, exclude, predicate, ensemble, rng)[0]
+
+    # -- new ensemble (§4) -------------------------------------------------------------------------
+
+    def new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] = (), *,
+                     rng: random.Random | None = None) -> PlacementResult:
+        """A new ensemble (spec §4.2-§4.4). `custom_metadata` is ignored, as in BookKeeper.
+
+        Raises:
+            ValueError: a negative size.
+            NotEnoughBookiesError: the request cannot be met; the message names the constraint.
+        """
+        self._tick()
+        _check_sizes(ensemble_size, write_quorum, ack_quorum)
+        if rng is None:
+            rng = random.Random(0)
+        excluded = set(exclude)
+        explain_excluded: dict[str, list[str]] = {"caller": sorted(excluded)} if excluded else {}
+        self._default_rack_exclusion(excluded, explain_excluded)
+        fallbacks: list[str] = []
+        ensemble, adherence = self._place(ensemble_size, write_quorum, ack_quorum, excluded, None, None, rng,
+                                          fallbacks)
+        return PlacementResult(ensemble, adherence, None,
+                               {"policy": self.name, "fallbacks": fallbacks, "excluded": explain_excluded})
+
+    def new_ensemble_internal(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                              exclude: Iterable[str], parent: Any, parent_predicate: Any,
+                              rng: random.Random, *, fallbacks: list[str] | None = None) -> PlacementResult:
+        """The topology-aware extension form (§4.2): no default-rack exclusion; the local coverage
+        ensemble gets `parent` / `parent_predicate`. `exclude` is copied (Java converts it to a new set),
+        but picks are recorded in `parent` through the coverage ensemble, even when the call fails.
+
+        Raises:
+            NotEnoughBookiesError: the ensemble cannot be completed.
+        """
+        self._tick()
+        _check_sizes(ensemble_size, write_quorum, ack_quorum)
+        notes: list[str] = [] if fallbacks is None else fallbacks
+        ensemble, adherence = self._place(ensemble_size, write_quorum, ack_quorum, set(exclude), parent,
+                                          parent_predicate, rng, notes)
+        return PlacementResult(ensemble, adherence, None, {"policy": self.name, "fallbacks": notes})
+
+    def _place(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: set[str],
+               parent: Any, parent_predicate: Any, rng: random.Random,
+               fallbacks: list[str]) -> tuple[list[str], Adherence]:
+        """`newEnsembleInternal` (§4.4) on a private exclusion set; returns (ensemble, adherence)."""
+        min_racks = min(write_quorum, self.settings.min_racks_per_write_quorum)
+        coverage = CoverageEnsemble(ensemble_size, write_quorum, ack_quorum, min_racks, self._locate,
+                                    parent, parent_predicate)
+        try:
+            return self._place_positions(ensemble_size, write_quorum, coverage, min_racks, exclude, rng, fallbacks)
+        except NotEnoughBookiesError as exc:
+            # Picks were added to `exclude`; the caller's exclusions are the rest.
+            excluded = exclude - set(coverage.chosen)
+            raise NotEnoughBookiesError(self._why_not_enough(ensemble_size, write_quorum, excluded, exc)) from exc
+
+    def _place_positions(self, ensemble_size: int, write_quorum: int, coverage: CoverageEnsemble,
+                         min_racks: int, exclude: set[str], rng: random.Random,
+                         fallbacks: list[str]) -> tuple[list[str], Adherence]:
+        topology = self.topology
+        enforce = self.settings.enforce_min_racks
+        if topology.num_racks < 2:
+            if enforce and min_racks > 1:
+                raise NotEnoughBookiesError("fewer than 2 racks")
+            fallbacks.append("fewer than 2 racks: random selection")
+            self.select_random(ensemble_size, exclude, None, coverage, rng)
+            # BK quirk (spec bookkeeper-rackaware.md §4.4, App. A #3): FAIL even when WQ = 1 or m = 1.
+            return coverage.to_list(), Adherence.FAIL
+        scope = self._first_scope()
+        avoid: list[str] | None = None  # racks avoided since the last reset ("~" scope), None: no "~" scope
+        prev_rack = ""
+        for position in range(ensemble_size):
+            if position == 0:
+                leaves = topology.leaves(scope)
+                key: Any = scope
+            else:
+                if avoid is None:
+                    avoid = [prev_rack]
+                else:
+                    avoid.append(prev_rack)
+                leaves = topology.leaves_excluding(avoid)
+                key = tuple(avoid)
+            chosen = self._pick_leaf(key, leaves, exclude, coverage, coverage, rng)
+            if chosen is not None:
+                self._record(chosen, exclude, coverage)
+            else:
+                if position == 0 and scope == ROOT:
+                    raise NotEnoughBookiesError("no eligible bookie in the cluster")
+                if position == 0:
+                    fallbacks.append(f"position 0: no eligible bookie in the local rack {scope}; "
+                                     "chose from the whole cluster")
+                else:
+                    fallbacks.append(f"position {position}: no bookie outside the racks used so far met the "
+                                     "rack coverage; chose from the whole cluster")
+                avoid = None
+                chosen = self._select_from_location(ROOT, exclude, coverage, coverage,
+                                                    (not enforce) or position == 0, rng, fallbacks)
+            prev_rack = self._locate(chosen)
+        result = coverage.to_list()
+        if len(result) != ensemble_size:
+            raise NotEnoughBookiesError(f"only {len(result)} of {ensemble_size} positions could be filled")
+        return result, self.is_ensemble_adhering(result, write_quorum, coverage.ack_quorum)
+
+    def _why_not_enough(self, ensemble_size: int, write_quorum: int, exclude: set[str],
+                        cause: Exception) -> str:
+        """A message naming the constraint that failed (computed on the failure path only)."""
+        settings = self.settings
+        min_racks = min(write_quorum, settings.min_racks_per_write_quorum)
+        eligible = [b for b in self.known_sorted() if b not in exclude]
+        racks = sorted({self.known[b] for b in eligible})
+        shown = ", ".join(racks[:8]) + (", ..." if len(racks) > 8 else "")
+        where = (f"{len(eligible)} eligible bookie(s) (writable, not excluded) in {len(racks)} rack(s)"
+                 f"{' (' + shown + ')' if racks else ''} after excluding {len(exclude)} bookie(s)")
+        request = f"ensemble_size={ensemble_size}, write_quorum={write_quorum}"
+        if len(eligible) < ensemble_size:
+            return f"cannot place {request}: only {where}; add bookies or exclude fewer"
+        if settings.enforce_min_racks and min_racks > 1:
+            return (f"cannot place {request} with minNumRacksPerWriteQuorum={settings.min_racks_per_write_quorum} "
+                    f"enforced: {cause}; {where}; add racks or lower the setting")
+        return f"cannot place {request}: {cause}; {where}"
+
+    # -- replace bookie (§5.1) ---------------------------------------------------------------------
+
+    def replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                       custom_metadata: Mapping[str, bytes] | None, current_ensemble: Sequence[str],
+                       bookie_to_replace: str, exclude: Iterable[str] = (), *,
+                       rng: random.Random | None = None) -> PlacementResult:
+        """A replacement for `bookie_to_replace`: same rack, else an unused rack, else any (§5.1).
+
+        Raises:
+            ValueError: `bookie_to_replace` is not in a non-empty `current_ensemble`.
+            NotEnoughBookiesError: no replacement (with enforcement: no same-rack or unused-rack bookie).
+        """
+        self._tick()
+        _check_sizes(ensemble_size, write_quorum, ack_quorum)
+        if rng is None:
+            rng = random.Random(0)
+        current = list(current_ensemble)
+        if current and bookie_to_replace not in current:
+            raise ValueError(f"bookie_to_replace: {bookie_to_replace} is not a member of current_ensemble "
+                             f"{current}")
+        fallbacks: list[str] = []
+        explain_excluded: dict[str, list[str]] = {}
+        # BK quirk not reproduced (spec App. A #7): Java adds to the caller's set; we work on a copy.
+        excluded = set(exclude)
+        if excluded:
+            explain_excluded["caller"] = sorted(excluded)
+        self._default_rack_exclusion(excluded, explain_excluded)
+        others = [b for b in current if b != bookie_to_replace]
+        if others:
+            explain_excluded["ensemble"] = sorted(set(others))
+        excluded.update(current)
+        excluded.add(bookie_to_replace)
+        replaced_rack = self._locate(bookie_to_replace)
+        used_racks = {self._locate(b) for b in others}
+        enforce = self.settings.enforce_min_racks
+        try:
+            candidate = self._select_excluding_racks(replaced_rack, used_racks, excluded, None, NO_CONSTRAINTS,
+                                                     not enforce, rng, fallbacks)
+        except NotEnoughBookiesError as exc:
+            raise NotEnoughBookiesError(
+                f"cannot replace {bookie_to_replace} (rack {replaced_rack}): no eligible bookie in its rack"
+                + (" or in a rack unused by the rest of the ensemble "
+                   "(enforceMinNumRacksPerWriteQuorum is on, so no random fallback)" if enforce else
+                   " nor anywhere in the cluster")
+                + f" after excluding {len(excluded)} bookie(s); add bookies or exclude fewer") from exc
+        if current:
+            ensemble = [candidate if b == bookie_to_replace else b for b in current]
+        else:
+            ensemble = [candidate]
+        adherence = self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum)
+        return PlacementResult(ensemble, adherence, candidate,
+                               {"policy": self.name, "fallbacks": fallbacks, "excluded": explain_excluded})
+
+    # -- replace to adhere (§5.2) ------------------------------------------------------------------
+
+    def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str],
+                          current_ensemble: Sequence[str], *, rng: random.Random | None = None) -> PlacementResult:
+        """The adhering ensemble closest to `current_ensemble` (fewest positions changed), §5.2.
+
+        Returns `current_ensemble` unchanged when it already adheres, and an empty ensemble with
+        FAIL when no relocation adheres.
+
+        Raises:
+            ValueError: `current_ensemble` (not adhering) does not have `ensemble_size` members.
+        """
+        self._tick()
+        _check_sizes(ensemble_size, write_quorum, ack_quorum)
+        if rng is None:
+            rng = random.Random(0)
+        current = list(current_ensemble)
+        explain: dict[str, Any] = {"policy": self.name, "fallbacks": [], "excluded": {}}
+        adherence = self.is_ensemble_adhering(current, write_quorum, ack_quorum)
+        if adherence != Adherence.FAIL:
+            return PlacementResult(current, adherence, None, explain)
+        if current and len(current) != ensemble_size:
+            raise ValueError(f"current_ensemble: has {len(current)} bookies but ensemble_size is {ensemble_size}")
+        excluded = set(exclude)
+        if excluded:
+            explain["excluded"]["caller"] = sorted(excluded)
+        unknown = [b for b in current if b not in self.known]
+        if unknown:
+            explain["excluded"]["not_writable"] = sorted(set(unknown))
+            excluded.update(unknown)
+        min_racks = min(write_quorum, self.settings.min_racks_per_write_quorum)
+        racks = self.topology.num_racks
+        if racks < 2 or racks < min_racks:
+            explain["fallbacks"].append(f"only {racks} rack(s): no relocation can adhere")
+            return PlacementResult([], Adherence.FAIL, None, explain)
+        if self.settings.enforce_min_racks:
+            defaults = self.topology.leaves(self.default_location)
+            if len(defaults):
+                excluded.update(defaults)
+                explain["excluded"]["default_rack"] = sorted(defaults)
+        best: tuple[list[str], Adherence] | None = None
+        best_differ = float("inf")
+        for start in range(len(current)):
+            attempt = self._adhere_attempt(ensemble_size, write_quorum, ack_quorum, excluded, current, start,
+                                           min_racks, rng)
+            if attempt is None:
+                continue
+            differ = _differ(current, attempt[0])
+            if differ < best_differ:
+                best, best_differ = attempt, differ
+                if differ == 1:
+                    break
+        if best is None:
+            explain["fallbacks"].append("no relocation from any start position adheres")
+            return PlacementResult([], Adherence.FAIL, None, explain)
+        return PlacementResult(best[0], best[1], None, explain)
+
+    def _adhere_attempt(self, ensemble_size: int, write_quorum: int, ack_quorum: int, excluded: set[str],
+                        current: list[str], start: int, min_racks: int,
+                        rng: random.Random) -> tuple[list[str], Adherence] | None:
+        """`doReplaceToAdherePlacementPolicy` from one start index; None when it fails."""
+        provisional = list(current)
+        provisional_racks = [self._locate(b) for b in provisional]
+        exclude = set(excluded)
+        coverage = CoverageEnsemble(ensemble_size, write_quorum, ack_quorum, min_racks, self._locate)
+        prev_rack: str | None = None
+        first = provisional[start]
+        if first not in exclude and coverage.apply(first, coverage) and coverage.add_node(first):
+            exclude.add(first)
+            prev_rack = provisional_racks[start]
+        first_scope = self._first_scope()
+        for k in range(0 if prev_rack is None else 1, ensemble_size):
+            index = (start + k) % ensemble_size
+            scope = first_scope if prev_rack is None else "~" + prev_rack
+            candidate = self._adhere_candidate(scope, exclude, coverage, provisional, provisional_racks, index,
+                                               ensemble_size, min_racks, rng)
+            if candidate is None or not coverage.add_node(candidate):
+                return None
+            exclude.add(candidate)
+            provisional[index] = candidate
+            provisional_racks[index] = prev_rack = self._locate(candidate)
+        chosen = coverage.to_list()
+        if len(chosen) != ensemble_size:
+            return None
+        adherence = self.is_ensemble_adhering(chosen, write_quorum, ack_quorum)
+        if adherence == Adherence.FAIL:
+            return None
+        rotated = [""] * ensemble_size
+        for i, bookie in enumerate(chosen):
+            rotated[(start + i) % ensemble_size] = bookie
+        return rotated, adherence
+
+    def _adhere_candidate(self, scope: str, exclude: set[str], coverage: CoverageEnsemble,
+                          provisional: list[str], provisional_racks: list[str], index: int, ensemble_size: int,
+                          min_racks: int, rng: random.Random) -> str | None:
+        """`replaceToAdherePlacementPolicyInternal`: keep the current bookie, else try 3 conditions."""
+        current = provisional[index]
+        if current not in exclude and coverage.apply(current, coverage):
+            return current
+        near: set[str] = set()
+        for i in range(min_racks - 1):
+            near.add(provisional_racks[(index - i - 1) % ensemble_size])
+            near.add(provisional_racks[(index + i + 1) % ensemble_size])
+        members = set(provisional)
+        conditions = (("~" + ",".join(sorted(near)), members), (scope, members), (scope, frozenset()))
+        weighted = self.settings.disk_weighted
+        for condition_scope, skip in conditions:
+            leaves = self.topology.leaves(condition_scope)
+
+            def accept(bookie: str, skip: Any = skip) -> bool:
+                return bookie not in exclude and coverage.apply(bookie, coverage) and bookie not in skip
+            if weighted:
+                # BK bug fixed (spec bookkeeper-rackaware.md App. A #9): Java gives up when a condition's
+                # leaves are all excluded; we move on to the next condition.
+                if all(leaf in exclude for leaf in leaves):
+                    continue
+                chosen = self._scope_weighted(condition_scope, leaves).pick(rng, accept)
+            else:
+                chosen = pick_uniform(rng, leaves, accept)
+            if chosen is not None:
+                return chosen
+        return None
+
+    # -- adherence (§6) --------------------------------------------------------------------------------
+
+    def is_ensemble_adhering(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int) -> Adherence:
+        """FAIL when some write set spans fewer than min(WQ, minNumRacksPerWriteQuorum) racks of known
+        bookies, or (under enforcement) contains a default-rack bookie; else MEETS_STRICT (§6.1).
+
+        Cost: O(E x WQ).
+        """
+        size = len(ensemble)
+        if size == 0:
+            return Adherence.FAIL
+        settings = self.settings
+        min_racks = min(write_quorum, settings.min_racks_per_write_quorum)
+        known = self.known
+        racks = [known.get(b) for b in ensemble]
+        if write_quorum > size:
+            racks = racks * (write_quorum // size + 2)
+        else:
+            racks = racks + racks[:write_quorum]
+        default = self.default_location if settings.enforce_min_racks else None
+        for i in range(size):
+            window = set(racks[i:i + write_quorum])
+            window.discard(None)
+            if len(window) < min_racks or (default is not None and default in window):
+                return Adherence.FAIL
+        return Adherence.MEETS_STRICT
+
+    def are_acked_bookies_adhering(self, acked: Iterable[str], write_quorum: int, ack_quorum: int) -> bool:
+        """Whether the known acked bookies span min(WQ, minNumRacksPerWriteQuorum) racks (§6.2)."""
+        known = self.known
+        racks = {known[b] for b in acked if b in known}
+        return len(racks) >= min(write_quorum, self.settings.min_racks_per_write_quorum)
+
+    # -- read ordering (§8) ----------------------------------------------------------------------------
+
+    def register_slow_bookie(self, bookie: str, entry_id: int) -> None:
+        """Remember a slow bookie for `bookieFailureHistoryExpirationMSec` (§8.2); ignored when the
+        pending-request threshold is on."""
+        if self.settings.read_reorder_threshold_pending <= 0:
+            now = self.clock()
+            if len(self.slow_bookies) > 1024:
+                self.slow_bookies.purge(now)
+            self.slow_bookies.register(bookie, entry_id, now)
+
+    def reorder_read_sequence(self, ensemble: Sequence[str], health: HealthInfo | None,
+                              write_set: Iterable[int], *, rng: random.Random | None = None) -> list[int]:
+        """Read order of a write set (§8.1); a new list, the argument is not modified."""
+        return self._reorder(ensemble, health, write_set, rng)
+
+    def reorder_read_lac_sequence(self, ensemble: Sequence[str], health: HealthInfo | None,
+                                  write_set: Iterable[int], *, rng: random.Random | None = None) -> list[int]:
+        """`reorder_read_sequence`, then every missing ensemble index, ascending (§8.3)."""
+        return add_missing(self._reorder(ensemble, health, write_set, rng), len(ensemble))
+
+    def _reorder(self, ensemble: Sequence[str], health: HealthInfo | None, write_set: Iterable[int],
+                 rng: random.Random | None) -> list[int]:
+        health = health if health is not None else HealthInfo()
+        now = self.clock()
+        slow = self.slow_bookies
+        settings = self.settings
+        return reorder_read_sequence(
+            ensemble, write_set,
+            is_known=self.known.__contains__, is_readonly=self.readonly.__contains__,
+            is_slow=lambda bookie: slow.contains(bookie, now),
+            failure_of=health.failure_of, pending_of=health.pending_of,
+            threshold_pending=settings.read_reorder_threshold_pending,
+            random_reordering=settings.random_read_reordering, rng=rng)
+
+    # -- snapshots and checks --------------------------------------------------------------------------
+
+    def _fresh_topology(self) -> NetworkTopology:
+        return StabilizedTopology(self.stabilize_period_s) if self._stabilized else NetworkTopology()
+
+    def export_state(self) -> dict[str, Any]:
+        """JSON-able state: membership, weights, slow bookies and (stabilized) pending departures."""
+        self._tick()
+        state = super().export_state()
+        state["slow_bookies"] = self.slow_bookies.export()
+        if self._stabilized:
+            state["pending_leaves"] = self.topology.export_pending()  # type: ignore[attr-defined]
+        return state
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        """Restore what `export_state` produced, into a freshly created policy."""
+        self.topology = self._fresh_topology()
+        self.known = {}
+        super().import_state(state)
+        self.slow_bookies.restore(state.get("slow_bookies", {}))
+        if self._stabilized:
+            self.topology.import_pending(state.get("pending_leaves", {}))  # type: ignore[attr-defined]
+        self._invalidate()
+
+    def check_invariants(self) -> None:
+        """Assert the membership and the topology agree (tests only; never on the hot path)."""
+        self.topology.check_invariants()
+        for bookie, rack in self.known.items():
+            assert self.topology.rack_of(bookie) == rack, f"{bookie}: known at {rack}, tree says " \
+                                                          f"{self.topology.rack_of(bookie)}"
+        tree = self.topology.bookies()
+        pending = set(getattr(self.topology, "pending", {}))
+        assert set(tree) == set(self.known) | pending, "tree leaves are not known or pending bookies"
+        assert not (pending & set(self.known)), "a known bookie is pending departure"
+        if self._known_sorted is not None:
+            assert self._known_sorted == tuple(sorted(self.known))
+
+
+class RackawarePolicy(RackawarePolicyImpl):
+    """The public rack-aware policy (`RackawareEnsemblePlacementPolicy`, spec §2.4).
+
+    With `networkTopologyStabilizePeriodSeconds = P > 0` a secondary instance keeps departed bookies in
+    its tree for `P` seconds (on the injected clock); placements that fail with NotEnough on this
+    (primary) instance are retried there, and a FAIL of `replace_to_adhere` is retried there.
+    Membership, weights, rack changes and the default rack are forwarded to the secondary.
+
+    Args: as `RackawarePolicyImpl`; `stabilize_period_s` defaults to the configured period.
+    """
+
+    def __init__(self, settings: PlacementSettings, resolver: LocationResolver, clock: Clock,
+                 features: MutableMapping[str, int], default_location: str | None = None,
+                 enforce_durability: bool = False, stabilize_period_s: float | None = None) -> None:
+        period = settings.stabilize_period_s if stabilize_period_s is None else stabilize_period_s
+        self.secondary: RackawarePolicyImpl | None = None
+        self._now: float | None = None
+        super().__init__(settings, resolver, clock, features, default_location, enforce_durability, 0)
+        self.stabilize_period_s = period
+        if period > 0:
+            self.secondary = self._new_secondary()
+
+    def _new_secondary(self) -> RackawarePolicyImpl:
+        secondary = RackawarePolicyImpl(self.settings, self.resolver, self._clock_reading, self.features,
+                                        self.default_location, self.enforce_durability, self.stabilize_period_s)
+        secondary.weights = self.weights
+        return secondary
+
+    def _clock_reading(self) -> float:
+        """The secondary's clock: this call's reading, so the clock is read once per public call."""
+        return self._now if self._now is not None else self.clock()
+
+    def _tick(self) -> None:
+        if self.secondary is not None:
+            self._now = self.clock()
+            if self.secondary.topology.advance(self._now):  # type: ignore[attr-defined]
+                self.secondary._invalidate()
+
+    # -- forwarding ----------------------------------------------------------------------------------
+
+    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
+        """Spec §2.2/§2.4. With stabilization on, the dead set is always empty.
+
+        BK quirk (spec bookkeeper-rackaware.md §2.4, App. A #1): Java returns the secondary's result,
+        which is always empty; kept (BookKeeper's watcher ignores it).
+        """
+        writable = list(writable)
+        readonly = list(readonly)
+        dead = super().on_cluster_changed(writable, readonly)
+        if self.secondary is None:
+            return dead
+        return self.secondary.on_cluster_changed(writable, readonly)
+
+    def handle_bookies_that_left(self, bookies: list[str]) -> None:
+        super().handle_bookies_that_left(bookies)
+        if self.secondary is not None:
+            self.secondary.handle_bookies_that_left(bookies)
+
+    def handle_bookies_that_joined(self, bookies: list[str]) -> None:
+        super().handle_bookies_that_joined(bookies)
+        if self.secondary is not None:
+            self.secondary.handle_bookies_that_joined(bookies)
+
+    def on_bookie_rack_change(self, bookies: Iterable[str]) -> None:
+        """Spec §2.5. BK bug fixed (App. A #8): the secondary gets the rack change too."""
+        bookies = list(bookies)
+        super().on_bookie_rack_change(bookies)
+        if self.secondary is not None:
+            self.secondary.on_bookie_rack_change(bookies)
+
+    def update_bookie_info(self, infos: Mapping[str, BookieInfo]) -> None:
+        """Spec §7.2. BK bug fixed (App. A #8): the secondary gets the same weights."""
+        super().update_bookie_info(infos)
+        if self.secondary is not None:
+            self.secondary.weights = self.weights
+
+    def with_default_rack(self, rack: str) -> None:
+        """BK bug fixed (App. A #8): the secondary uses the same default rack."""
+        super().with_default_rack(rack)
+        if self.secondary is not None:
+            self.secondary.with_default_rack(rack)
+
+    def pending_leaves(self) -> dict[str, float]:
+        """Departed bookies still usable by the secondary: bookie -> expiry time (s)."""
+        self._tick()
+        if self.secondary is None:
+            return {}
+        return self.secondary.topology.expiries()  # type: ignore[attr-defined]
+
+    # -- placement with retry on the secondary ---------------------------------------------------------
+
+    _RETRIED = "retried on the stabilized topology"
+
+    def new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] = (), *,
+                     rng: random.Random | None = None) -> PlacementResult:
+        exclude = tuple(exclude)
+        try:
+            return super().new_ensemble(ensemble_size, write_quorum, ack_quorum, custom_metadata, exclude,
+                                        rng=rng)
+        except NotEnoughBookiesError as exc:
+            if self.secondary is None:
+                raise
+            first_error = exc
+        result = self._on_secondary(first_error, self.secondary.new_ensemble, ensemble_size, write_quorum,
+                                    ack_quorum, custom_metadata, exclude, rng=rng)
+        return _with_retry_note(result, self._RETRIED)
+
+    def replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                       custom_metadata: Mapping[str, bytes] | None, current_ensemble: Sequence[str],
+                       bookie_to_replace: str, exclude: Iterable[str] = (), *,
+                       rng: random.Random | None = None) -> PlacementResult:
+        exclude = tuple(exclude)
+        try:
+            return super().replace_bookie(ensemble_size, write_quorum, ack_quorum, custom_metadata,
+                                          current_ensemble, bookie_to_replace, exclude, rng=rng)
+        except NotEnoughBookiesError as exc:
+            if self.secondary is None:
+                raise
+            first_error = exc
+        result = self._on_secondary(first_error, self.secondary.replace_bookie, ensemble_size, write_quorum,
+                                    ack_quorum, custom_metadata, current_ensemble, bookie_to_replace, exclude,
+                                    rng=rng)
+        return _with_retry_note(result, self._RETRIED)
+
+    def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str],
+                          current_ensemble: Sequence[str], *, rng: random.Random | None = None) -> PlacementResult:
+        exclude = tuple(exclude)
+        if rng is None:
+            rng = random.Random(0)
+        result = super().replace_to_adhere(ensemble_size, write_quorum, ack_quorum, exclude, current_ensemble,
+                                           rng=rng)
+        if result.adherence != Adherence.FAIL or self.secondary is None:
+            return result
+        retry = self.secondary.replace_to_adhere(ensemble_size, write_quorum, ack_quorum, exclude,
+                                                 current_ensemble, rng=rng)
+        return _with_retry_note(retry, self._RETRIED)
+
+    def new_ensemble_internal(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                              exclude: Iterable[str], parent: Any, parent_predicate: Any,
+                              rng: random.Random, *, fallbacks: list[str] | None = None) -> PlacementResult:
+        exclude = tuple(exclude)
+        try:
+            return super().new_ensemble_internal(ensemble_size, write_quorum, ack_quorum, exclude, parent,
+                                                 parent_predicate, rng, fallbacks=fallbacks)
+        except NotEnoughBookiesError as exc:
+            if self.secondary is None:
+                raise
+            first_error = exc
+        if fallbacks is not None:
+            fallbacks.append(self._RETRIED)
+        return self._on_secondary(first_error, self.secondary.new_ensemble_internal, ensemble_size,
+                                  write_quorum, ack_quorum, exclude, parent, parent_predicate, rng,
+                                  fallbacks=fallbacks)
+
+    def select_from_network_location(self, scope: str, exclude: set[str], predicate: Predicate | None,
+                                     ensemble: Any, fallback_to_random: bool, rng: random.Random, *,
+                                     fallbacks: list[str] | None = None) -> str:
+        try:
+            return super().select_from_network_location(scope, exclude, predicate, ensemble, fallback_to_random,
+                                                        rng, fallbacks=fallbacks)
+        except NotEnoughBookiesError as exc:
+            if self.secondary is None:
+                raise
+            first_error = exc
+        if fallbacks is not None:
+            fallbacks.append(self._RETRIED)
+        return self._on_secondary(first_error, self.secondary.select_from_network_location, scope, exclude,
+                                  predicate, ensemble, fallback_to_random, rng, fallbacks=fallbacks)
+
+    def select_from_network_location_excluding_racks(
+            self, scope: str | None, exclude_racks: Iterable[str], exclude: set[str],
+            predicate: Predicate | None, ensemble: Any, fallback_to_random: bool, rng: random.Random, *,
+            fallbacks: list[str] | None = None) -> str:
+        exclude_racks = tuple(exclude_racks)
+        try:
+            return super().select_from_network_location_excluding_racks(
+                scope, exclude_racks, exclude, predicate, ensemble, fallback_to_random, rng, fallbacks=fallbacks)
+        except NotEnoughBookiesError as exc:
+            if self.secondary is None:
+                raise
+            first_error = exc
+        if fallbacks is not None:
+            fallbacks.append(self._RETRIED)
+        return self._on_secondary(first_error, self.secondary.select_from_network_location_excluding_racks,
+                                  scope, exclude_racks, exclude, predicate, ensemble, fallback_to_random, rng,
+                                  fallbacks=fallbacks)
+
+    @staticmethod
+    def _on_secondary(first_error: NotEnoughBookiesError, method: Callable[..., Any], *args: Any,
+                      **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except NotEnoughBookiesError as exc:
+            raise NotEnoughBookiesError(f"{first_error}; also not possible on the stabilized topology "
+                                        f"(departed bookies kept for the stabilization period): {exc}") from exc
+
+    # -- snapshots ------------------------------------------------------------------------------------
+
+    def export_state(self) -> dict[str, Any]:
+        """As `RackawarePolicyImpl.export_state`, plus the secondary's pending departures."""
+        state = super().export_state()
+        if self.secondary is not None:
+            state["pending_leaves"] = self.secondary.topology.export_pending()  # type: ignore[attr-defined]
+        return state
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        """Restore the primary, then rebuild the secondary: same membership plus pending departures."""
+        secondary, self.secondary = self.secondary, None
+        RackawarePolicyImpl.import_state(self, state)
+        if secondary is None:
+            return
+        self.secondary = self._new_secondary()
+        core = {key: state[key] for key in ("known", "readonly", "weights", "join_failures") if key in state}
+        core["pending_leaves"] = state.get("pending_leaves", {})
+        self.secondary.import_state(core)
+
+    def check_invariants(self) -> None:
+        super().check_invariants()
+        assert not isinstance(self.topology, StabilizedTopology)
+        if self.secondary is not None:
+            self.secondary.check_invariants()
+            assert self.secondary.known == self.known, "secondary membership differs from the primary's"
+            assert self.secondary.default_location == self.default_location
+
+
+def _with_retry_note(result: PlacementResult, note: str) -> PlacementResult:
+    explain = dict(result.explain)
+    explain["fallbacks"] = [*explain.get("fallbacks", ()), note]
+    return PlacementResult(result.ensemble, result.adherence, result.bookie, explain)
