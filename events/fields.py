@@ -34,19 +34,42 @@ _BOOKIE_CHARS = frozenset(
     "abcdefghijklmnopqrstuvwxyz0123456789.-" + "".join(chr(c) for c in range(0x3A, 0x60))
 )
 _LIST_TYPES = (list, tuple)
+_compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+# Ids already found valid. A cluster has at most thousands of bookies and every event names one,
+# so a set lookup replaces most regex matches. Bounded: cleared when full. It memoises a pure
+# function, so results never depend on what was seen before.
+_VALID_IDS: set[str] = set()
+_VALID_IDS_MAX = 65_536
 
 
 def is_valid_bookie_id(value: object) -> bool:
     """True when BookKeeper's ``BookieId.validateBookieId`` would accept ``value`` (spec §1.1).
 
     Non-empty, only letters, digits, ``.``, ``-`` and the characters 0x3A-0x5F
-    (``: ; < = > ? @ [ \\ ] ^ _``), and not ``readonly`` in any letter case.
+    (``: ; < = > ? @ [ \\ ] ^ _``), and not ``readonly`` in any letter case. Length is not part
+    of BookKeeper's rule (the parser also applies ``MAX_STRING_CHARS``).
     """
-    return (
-        isinstance(value, str)
-        and _BOOKIE_ID(value) is not None
-        and not (len(value) == 8 and value.lower() == "readonly")
-    )
+    if not isinstance(value, str):
+        return False
+    if value in _VALID_IDS:
+        return True
+    if _BOOKIE_ID(value) is None or (len(value) == 8 and value.lower() == "readonly"):
+        return False
+    if len(value) <= MAX_STRING_CHARS:  # the parser's fast paths trust the set for length too
+        if len(_VALID_IDS) >= _VALID_IDS_MAX:
+            _VALID_IDS.clear()
+        _VALID_IDS.add(str(value))
+    return True
+
+
+def known_bookie_ids() -> set[str]:
+    """The memo of valid ids of at most MAX_STRING_CHARS characters (for the parser's fast paths).
+
+    Membership implies validity; absence means nothing. Never add to it from outside.
+    """
+    return _VALID_IDS
 
 
 def required(obj: dict, key: str, record_type: str) -> object:
@@ -219,7 +242,7 @@ def custom_metadata(key: str, value: object) -> tuple[tuple[str, bytes], ...]:
                 raise _surrogate_error(where, item) from None
         elif isinstance(item, (dict, list)):
             try:
-                encoded = json.dumps(item, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+                encoded = _compact_json(item).encode("utf-8")
             except UnicodeEncodeError:
                 raise EventError(
                     Reason.INVALID_ENCODING, f"{where}: holds an unpaired surrogate; strings must be valid Unicode"
@@ -261,6 +284,7 @@ __all__ = [
     "feature_value",
     "integer",
     "is_valid_bookie_id",
+    "known_bookie_ids",
     "ledger_id",
     "location",
     "optional_text",

@@ -12,7 +12,8 @@ Records built by :func:`events.parse_record` are valid; code past ``events/`` ma
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import ClassVar, TypeAlias
 
@@ -196,6 +197,27 @@ REQUEST_TYPES: frozenset[str] = frozenset(cls.type for cls in _REQUEST_CLASSES)
 RECORD_CLASSES = MappingProxyType({cls.type: cls for cls in _EVENT_CLASSES + _REQUEST_CLASSES})
 
 
+def positional_builder(cls: type) -> Callable[..., object]:
+    """A fast constructor taking every field positionally, in declaration order, without checks.
+
+    The parser calls it after it has validated every value: the dataclass ``__init__`` of a frozen
+    class sets each field through ``object.__setattr__`` and costs several times more (about a
+    fifth of a whole parse). The result is equal to ``cls(**fields)``; tests check that for every
+    record type.
+    """
+    setters = tuple(getattr(cls, f.name).__set__ for f in fields(cls))
+    new = object.__new__
+
+    def build(*values: object) -> object:
+        record = new(cls)
+        for set_field, value in zip(setters, values):  # zip(strict=True) would cost a sixth more
+            set_field(record, value)
+        return record
+
+    build.__qualname__ = build.__name__ = f"build_{cls.__name__}"
+    return build
+
+
 # -- origin --------------------------------------------------------------------------------------
 
 
@@ -270,6 +292,7 @@ __all__ = [
     "INLINE",
     "RECORD_CLASSES",
     "REQUEST_TYPES",
+    "positional_builder",
     "BookieDisk",
     "BookieLocation",
     "BookieLost",

@@ -26,11 +26,12 @@ from difflib import get_close_matches
 from events import fields, validate
 from events.dead_letter import DeadLetter, Reason
 from events.errors import EventError, describe
-from events.fields import MISSING, bookie_id, bookie_ids, location, optional_text, required, text
+from events.fields import MISSING, bookie_id, bookie_ids, location, optional_text, text
 from events.limits import (
     MAX_CLUSTER_CHARS,
     MAX_ENSEMBLE_SIZE,
     MAX_EXCLUDE,
+    MAX_LONG,
     MAX_RECORD_BYTES,
     MAX_STRING_CHARS,
     MAX_VIEW_BOOKIES,
@@ -51,6 +52,7 @@ from events.model import (
     LedgerCreate,
     Origin,
     Record,
+    positional_builder,
 )
 from events.times import parse_time_ms
 
@@ -118,7 +120,10 @@ def parse_record(raw: str | bytes | Mapping, origin: Origin = INLINE) -> Record 
             raise _type_error(kind)
         if not _ALLOWED[kind].issuperset(obj):
             raise _unknown_fields(obj, kind)
-        return build(obj, kind)
+        try:
+            return build(obj)
+        except KeyError as exc:  # builders read required fields as obj[key]
+            raise EventError(Reason.MISSING_FIELD, f"{exc.args[0]}: required for {kind} but missing") from None
     except EventError as exc:
         return _dead_letter(raw, origin, exc, obj)
 
@@ -183,7 +188,7 @@ def _type_error(kind: object) -> EventError:
         return EventError(Reason.MISSING_FIELD, f"type: required but missing; one of {_type_list()}")
     if not isinstance(kind, str):
         return EventError(Reason.WRONG_TYPE, f"type: expected a string, one of {_type_list()}; got {describe(kind)}")
-    guess = get_close_matches(kind, list(RECORD_CLASSES), n=1)
+    guess = get_close_matches(kind, list(RECORD_CLASSES), n=1) if len(kind) <= 64 else []
     hint = f' (did you mean "{guess[0]}"?)' if guess else ""
     return EventError(Reason.UNKNOWN_TYPE, f"type: expected one of {_type_list()}, got {describe(kind)}{hint}")
 
@@ -196,166 +201,216 @@ def _unknown_fields(obj: dict, kind: str) -> EventError:
     allowed = _ALLOWED[kind]
     unknown = [key for key in obj if key not in allowed]
     first = unknown[0]
-    guess = get_close_matches(first, FIELDS[kind], n=1) if isinstance(first, str) else []
+    named = first if isinstance(first, str) and len(first) <= 64 and _is_unicode(first) else describe(first)
+    guess = get_close_matches(first, FIELDS[kind], n=1) if named is first else []
     hint = f' (did you mean "{guess[0]}"?)' if guess else ""
-    names = ", ".join(describe(key) for key in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+    more = ""
+    if len(unknown) > 1:
+        more = f"; also unknown: {', '.join(describe(key) for key in unknown[1:6])}" + (
+            ", ..." if len(unknown) > 6 else ""
+        )
     return EventError(
         Reason.UNKNOWN_FIELD,
-        f"{first if isinstance(first, str) else describe(first)}: not a field of {kind}{hint}; "
-        f"unknown: {names}; {kind} has: {', '.join(FIELDS[kind])}",
+        f"{named}: not a field of {kind}{hint}{more}; {kind} has: {', '.join(FIELDS[kind])}",
     )
 
 
 # -- builders, one per record type (CONTRACT.md §2) ------------------------------------------------
+# Speed (bench/bench_events.py): each field has an inline fast test that accepts only values the
+# careful check in events.fields / events.validate also accepts; anything else goes to that check,
+# which returns the value or raises the precise error. A missing field surfaces as KeyError from
+# obj[...] and parse_record turns it into MISSING_FIELD. The positional builders skip the dataclass
+# __init__ (model.positional_builder): arguments follow the class's field order.
+# Statements run in order, so the first failure reported is deterministic: cluster, time, then the
+# type's fields as written below, then the cross-field rules.
+
+_new_bookie_writable = positional_builder(BookieWritable)
+_new_bookie_readonly = positional_builder(BookieReadonly)
+_new_bookie_lost = positional_builder(BookieLost)
+_new_bookie_location = positional_builder(BookieLocation)
+_new_bookie_disk = positional_builder(BookieDisk)
+_new_cluster_view = positional_builder(ClusterView)
+_new_feature = positional_builder(FeatureSet)
+_new_ledger_create = positional_builder(LedgerCreate)
+_new_bookie_replace = positional_builder(BookieReplace)
+_new_ensemble_check = positional_builder(EnsembleCheck)
+
+_VALID_IDS = fields.known_bookie_ids()
+_NOTHING: frozenset[str] = frozenset()
 
 
-def _cluster(obj: dict, kind: str) -> str:
-    return text("cluster", required(obj, "cluster", kind), MAX_CLUSTER_CHARS)
+def _cluster(obj: dict) -> str:
+    value = obj["cluster"]
+    if type(value) is str and 0 < len(value) <= MAX_CLUSTER_CHARS and value.isascii():
+        return value
+    return text("cluster", value, MAX_CLUSTER_CHARS)
 
 
-def _time(obj: dict, kind: str) -> int:
-    return parse_time_ms(required(obj, "time", kind))
+def _bookie(value: object, key: str = "bookie") -> str:
+    if type(value) is str and value in _VALID_IDS:
+        return value
+    return bookie_id(key, value)
 
 
-def _bookie_writable(obj: dict, kind: str) -> BookieWritable:
-    return BookieWritable(
-        cluster=_cluster(obj, kind),
-        time_ms=_time(obj, kind),
-        bookie=bookie_id("bookie", required(obj, "bookie", kind)),
-        location=location("location", obj.get("location")),
-        hostname=optional_text("hostname", obj.get("hostname")),
-        group=optional_text("group", obj.get("group")),
-    )
+def _request_id(obj: dict) -> str:
+    value = obj["request_id"]
+    if type(value) is str and 0 < len(value) <= MAX_STRING_CHARS and value.isascii():
+        return value
+    return text("request_id", value)
 
 
-def _bookie_readonly(obj: dict, kind: str) -> BookieReadonly:
-    return BookieReadonly(
-        cluster=_cluster(obj, kind),
-        time_ms=_time(obj, kind),
-        bookie=bookie_id("bookie", required(obj, "bookie", kind)),
-    )
+def _ledger_id(value: object, *, nullable: bool = True) -> int | None:
+    if type(value) is int and 0 <= value <= MAX_LONG or (value is None and nullable):
+        return value
+    return fields.ledger_id("ledger_id", value, nullable=nullable)
 
 
-def _bookie_lost(obj: dict, kind: str) -> BookieLost:
-    return BookieLost(
-        cluster=_cluster(obj, kind),
-        time_ms=_time(obj, kind),
-        bookie=bookie_id("bookie", required(obj, "bookie", kind)),
-    )
+def _location(value: object) -> str | None:
+    if value is None or type(value) is str and value[:1] == "/" and len(value) <= MAX_STRING_CHARS and value.isascii():
+        return value
+    return location("location", value)
 
 
-def _bookie_location(obj: dict, kind: str) -> BookieLocation:
-    return BookieLocation(
-        cluster=_cluster(obj, kind),
-        time_ms=_time(obj, kind),
-        bookie=bookie_id("bookie", required(obj, "bookie", kind)),
-        location=location("location", required(obj, "location", kind)),  # null deletes: still required
-        hostname=optional_text("hostname", obj.get("hostname")),
-        group=optional_text("group", obj.get("group")),
-    )
+def _optional_text(obj: dict, key: str) -> str | None:
+    value = obj.get(key)
+    if value is None or type(value) is str and 0 < len(value) <= MAX_STRING_CHARS and value.isascii():
+        return value
+    return optional_text(key, value)
 
 
-def _bookie_disk(obj: dict, kind: str) -> BookieDisk:
-    cluster = _cluster(obj, kind)
-    time_ms = _time(obj, kind)
-    bookie = bookie_id("bookie", required(obj, "bookie", kind))
-    free, total = validate.disk(required(obj, "free_disk", kind), required(obj, "total_disk", kind))
-    return BookieDisk(cluster=cluster, time_ms=time_ms, bookie=bookie, free_disk=free, total_disk=total)
+def _bookie_list(value: object, key: str, limit: int) -> tuple[str, ...]:
+    """Valid bookie ids, duplicates allowed (the caller's rule)."""
+    if type(value) is list and len(value) <= limit:
+        try:
+            if _VALID_IDS.issuperset(value):  # one C-level pass when every id was seen before
+                return tuple(value)
+        except TypeError:  # an unhashable item: the careful check names it
+            pass
+    return bookie_ids(key, value, limit)
 
 
-def _cluster_view(obj: dict, kind: str) -> ClusterView:
-    cluster = _cluster(obj, kind)
-    time_ms = _time(obj, kind)
-    writable = bookie_ids("writable", required(obj, "writable", kind), MAX_VIEW_BOOKIES)
-    readonly = bookie_ids("readonly", required(obj, "readonly", kind), MAX_VIEW_BOOKIES)
-    validate.cluster_view(writable, readonly)
-    return ClusterView(cluster=cluster, time_ms=time_ms, writable=writable, readonly=readonly)
+def _ensemble(obj: dict) -> tuple[str, ...]:
+    members = _bookie_list(obj["ensemble"], "ensemble", MAX_ENSEMBLE_SIZE)
+    if members and len(set(members)) == len(members):
+        return members
+    return validate.ensemble(members)
 
 
-def _feature(obj: dict, kind: str) -> FeatureSet:
-    return FeatureSet(
-        cluster=_cluster(obj, kind),
-        time_ms=_time(obj, kind),
-        name=text("name", required(obj, "name", kind)),
-        value=fields.feature_value("value", required(obj, "value", kind)),
-    )
+def _quorums(size: object, quorum: object, acks: object, size_name: str) -> tuple[int, int, int]:
+    """``(ensemble_size, write_quorum, ack_quorum)`` with 1 <= ack <= write <= size <= MAX_ENSEMBLE_SIZE."""
+    if type(size) is int and type(quorum) is int and type(acks) is int and 1 <= acks <= quorum <= size <= MAX_ENSEMBLE_SIZE:
+        return size, quorum, acks
+    if size_name == "ensemble_size":
+        size = validate.ensemble_size(size)
+    quorum = validate.write_quorum(quorum, size, size_name)
+    return size, quorum, validate.ack_quorum(acks, quorum)
 
 
 def _exclude(obj: dict) -> frozenset[str]:
     value = obj.get("exclude")
     if value is None:  # absent or null: exclude nothing
-        return frozenset()
-    return frozenset(bookie_ids("exclude", value, MAX_EXCLUDE))  # duplicates are harmless in a set
+        return _NOTHING
+    return frozenset(_bookie_list(value, "exclude", MAX_EXCLUDE))  # duplicates are harmless in a set
 
 
-def _ledger_create(obj: dict, kind: str) -> LedgerCreate:
-    cluster = _cluster(obj, kind)
-    time_ms = _time(obj, kind)
-    request_id = text("request_id", required(obj, "request_id", kind))
-    ledger = fields.ledger_id("ledger_id", obj.get("ledger_id"), nullable=True)
-    size = validate.ensemble_size(required(obj, "ensemble_size", kind))
-    quorum = validate.write_quorum(required(obj, "write_quorum", kind), size, "ensemble_size")
-    acks = validate.ack_quorum(required(obj, "ack_quorum", kind), quorum)
-    return LedgerCreate(
-        cluster=cluster,
-        time_ms=time_ms,
-        request_id=request_id,
-        ledger_id=ledger,
-        ensemble_size=size,
-        write_quorum=quorum,
-        ack_quorum=acks,
-        custom_metadata=fields.custom_metadata("custom_metadata", obj.get("custom_metadata")),
-        exclude=_exclude(obj),
+def _metadata(obj: dict) -> tuple[tuple[str, bytes], ...]:
+    value = obj.get("custom_metadata")
+    if value is None or (type(value) is dict and not value):
+        return ()
+    return fields.custom_metadata("custom_metadata", value)
+
+
+def _bookie_writable(obj: dict) -> BookieWritable:
+    return _new_bookie_writable(
+        _cluster(obj),
+        parse_time_ms(obj["time"]),
+        _bookie(obj["bookie"]),
+        _location(obj.get("location")),  # absent or null: keep the location the bookie has
+        _optional_text(obj, "hostname"),
+        _optional_text(obj, "group"),
     )
 
 
-def _ensemble(obj: dict, kind: str) -> tuple[str, ...]:
-    return validate.ensemble(bookie_ids("ensemble", required(obj, "ensemble", kind), MAX_ENSEMBLE_SIZE))
+def _bookie_readonly(obj: dict) -> BookieReadonly:
+    return _new_bookie_readonly(_cluster(obj), parse_time_ms(obj["time"]), _bookie(obj["bookie"]))
 
 
-def _bookie_replace(obj: dict, kind: str) -> BookieReplace:
-    cluster = _cluster(obj, kind)
-    time_ms = _time(obj, kind)
-    request_id = text("request_id", required(obj, "request_id", kind))
-    ledger = fields.ledger_id("ledger_id", obj.get("ledger_id"), nullable=True)
-    ensemble = _ensemble(obj, kind)
-    bookie = bookie_id("bookie", required(obj, "bookie", kind))
-    quorum = validate.write_quorum(required(obj, "write_quorum", kind), len(ensemble), "the ensemble's size")
-    acks = validate.ack_quorum(required(obj, "ack_quorum", kind), quorum)
+def _bookie_lost(obj: dict) -> BookieLost:
+    return _new_bookie_lost(_cluster(obj), parse_time_ms(obj["time"]), _bookie(obj["bookie"]))
+
+
+def _bookie_location(obj: dict) -> BookieLocation:
+    return _new_bookie_location(
+        _cluster(obj),
+        parse_time_ms(obj["time"]),
+        _bookie(obj["bookie"]),
+        _location(obj["location"]),  # required even to delete (null)
+        _optional_text(obj, "hostname"),
+        _optional_text(obj, "group"),
+    )
+
+
+def _bookie_disk(obj: dict) -> BookieDisk:
+    cluster = _cluster(obj)
+    time_ms = parse_time_ms(obj["time"])
+    bookie = _bookie(obj["bookie"])
+    free, total = obj["free_disk"], obj["total_disk"]
+    if not (type(free) is int and type(total) is int and 0 <= free <= total <= MAX_LONG):
+        free, total = validate.disk(free, total)
+    return _new_bookie_disk(cluster, time_ms, bookie, free, total)
+
+
+def _cluster_view(obj: dict) -> ClusterView:
+    cluster = _cluster(obj)
+    time_ms = parse_time_ms(obj["time"])
+    writable = _bookie_list(obj["writable"], "writable", MAX_VIEW_BOOKIES)
+    readonly = _bookie_list(obj["readonly"], "readonly", MAX_VIEW_BOOKIES)
+    validate.cluster_view(writable, readonly)
+    return _new_cluster_view(cluster, time_ms, writable, readonly)
+
+
+def _feature(obj: dict) -> FeatureSet:
+    return _new_feature(
+        _cluster(obj),
+        parse_time_ms(obj["time"]),
+        text("name", obj["name"]),
+        fields.feature_value("value", obj["value"]),
+    )
+
+
+def _ledger_create(obj: dict) -> LedgerCreate:
+    cluster = _cluster(obj)
+    time_ms = parse_time_ms(obj["time"])
+    request_id = _request_id(obj)
+    ledger = _ledger_id(obj.get("ledger_id"))
+    size, quorum, acks = _quorums(obj["ensemble_size"], obj["write_quorum"], obj["ack_quorum"], "ensemble_size")
+    metadata = _metadata(obj)
+    return _new_ledger_create(cluster, time_ms, request_id, ledger, size, quorum, acks, metadata, _exclude(obj))
+
+
+def _bookie_replace(obj: dict) -> BookieReplace:
+    cluster = _cluster(obj)
+    time_ms = parse_time_ms(obj["time"])
+    request_id = _request_id(obj)
+    ledger = _ledger_id(obj.get("ledger_id"))
+    ensemble = _ensemble(obj)
+    bookie = _bookie(obj["bookie"])
+    _, quorum, acks = _quorums(len(ensemble), obj["write_quorum"], obj["ack_quorum"], "the ensemble's size")
     exclude = _exclude(obj)
-    metadata = fields.custom_metadata("custom_metadata", obj.get("custom_metadata"))
-    validate.bookie_in_ensemble(bookie, ensemble)
-    return BookieReplace(
-        cluster=cluster,
-        time_ms=time_ms,
-        request_id=request_id,
-        ledger_id=ledger,
-        ensemble=ensemble,
-        bookie=bookie,
-        write_quorum=quorum,
-        ack_quorum=acks,
-        exclude=exclude,
-        custom_metadata=metadata,
-    )
+    metadata = _metadata(obj)
+    if bookie not in ensemble:
+        validate.bookie_in_ensemble(bookie, ensemble)
+    return _new_bookie_replace(cluster, time_ms, request_id, ledger, ensemble, bookie, quorum, acks, exclude, metadata)
 
 
-def _ensemble_check(obj: dict, kind: str) -> EnsembleCheck:
-    cluster = _cluster(obj, kind)
-    time_ms = _time(obj, kind)
-    request_id = text("request_id", required(obj, "request_id", kind))
-    ledger = fields.ledger_id("ledger_id", required(obj, "ledger_id", kind), nullable=False)
-    ensemble = _ensemble(obj, kind)
-    quorum = validate.write_quorum(required(obj, "write_quorum", kind), len(ensemble), "the ensemble's size")
-    acks = validate.ack_quorum(required(obj, "ack_quorum", kind), quorum)
-    return EnsembleCheck(
-        cluster=cluster,
-        time_ms=time_ms,
-        request_id=request_id,
-        ledger_id=ledger,
-        ensemble=ensemble,
-        write_quorum=quorum,
-        ack_quorum=acks,
-    )
+def _ensemble_check(obj: dict) -> EnsembleCheck:
+    cluster = _cluster(obj)
+    time_ms = parse_time_ms(obj["time"])
+    request_id = _request_id(obj)
+    ledger = _ledger_id(obj["ledger_id"], nullable=False)
+    ensemble = _ensemble(obj)
+    _, quorum, acks = _quorums(len(ensemble), obj["write_quorum"], obj["ack_quorum"], "the ensemble's size")
+    return _new_ensemble_check(cluster, time_ms, request_id, ledger, ensemble, quorum, acks)
 
 
 _BUILDERS = {
