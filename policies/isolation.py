@@ -1,0 +1,389 @@
+"""Pulsar's bookie isolation groups on top of the rack-aware policy
+(`org.apache.pulsar.bookie.rackawareness.IsolatedBookieEnsemblePlacementPolicy`, newest behaviour).
+
+Spec: bookkeeper-region-zone-isolation.md §4 (§4.4 where groups come from, §4.5 the excluded set,
+§4.7 fallbacks, §4.9 version notes), §5 (keys); CONTRACT §1 (isolation applies only when
+`bookkeeperClientIsolationGroups` / `isolationBookieGroups` is configured).
+
+Before every `new_ensemble` / `replace_bookie` the policy works out which bookies the ledger may
+not use, adds them to (a copy of) the caller's exclusions and lets the rack-aware policy place:
+
+* groups: the ledger's custom metadata `EnsemblePlacementPolicyConfig` when present and readable,
+  else the client's configured groups;
+* group membership: Pulsar rack info, `{group: {bookie: {"rack", "hostname"}}}`;
+* eligible: bookies of the primary groups; if fewer than `ensemble_size` of them are writable, also
+  the secondary groups' bookies; if primary + secondary are still fewer, also writable bookies that
+  belong to no group. Bookies of any other group are never eligible (unless also in a primary group).
+
+Fail closed (a deliberate difference from Pulsar): a ledger or client configuration naming a group
+that rack info does not have, group names that cannot be read, or a rack-info bookie id that is not
+a valid bookie id raise `IsolationGroupError`. Pulsar in those cases excludes nothing (or a partial
+set), which silently places isolated ledgers anywhere.
+
+Cost: the analysis of a (primary, secondary) pair is cached until membership or rack info changes,
+so a call costs O(excluded bookies) for the set union, not a scan of rack info.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .api import PlacementResult
+from .errors import NotEnoughBookiesError, PlacementError
+from .rackaware import Clock, RackawarePolicy
+from .resolver import LocationResolver, RackInfo
+from .settings import ISOLATION_POLICY_CLASS, PlacementSettings
+
+POLICY_CONFIG_KEY = "EnsemblePlacementPolicyConfig"
+PRIMARY_PROPERTY = "isolationBookieGroups"
+SECONDARY_PROPERTY = "secondaryIsolationBookieGroups"
+ANY_GROUP = "*"  # Pulsar's system-topic group: no isolation at all
+_CACHE_LIMIT = 256
+
+
+class IsolationGroupError(PlacementError):
+    """Isolation groups that cannot be applied: unknown group, unreadable names or rack info.
+
+    Raised instead of placing without isolation (Pulsar would silently exclude nothing).
+    """
+
+    code = "ISOLATION_GROUP_ERROR"
+
+
+# -- where the groups come from (spec §4.4) ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IsolationGroups:
+    """The groups that apply to one call.
+
+    Attributes:
+        primary: groups whose bookies the ledger should use.
+        secondary: groups admitted when the primary groups have too few writable bookies.
+        source: "client" (configured defaults) or "ledger" (custom metadata).
+        note: why the source was chosen when that is worth telling (e.g. undecodable metadata).
+    """
+
+    primary: frozenset[str]
+    secondary: frozenset[str]
+    source: str
+    note: str | None = None
+
+
+def group_names(value: Any, what: str) -> frozenset[str]:
+    """Group names from a comma-separated string or a list of strings (Pulsar's castToString + split).
+
+    Raises:
+        IsolationGroupError: any other value (a number, null, an object).
+    """
+    if isinstance(value, str):
+        items = value.split(",")
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        items = ",".join(value).split(",")
+    else:
+        raise IsolationGroupError(
+            f"{what}: expected a comma-separated string of isolation group names, got {value!r}; "
+            "fix the ledger's EnsemblePlacementPolicyConfig or the client configuration")
+    return frozenset(item.strip() for item in items if item.strip())
+
+
+def groups_from_metadata(custom_metadata: Mapping[str, Any] | None, default: IsolationGroups) -> IsolationGroups:
+    """The groups of one call: the ledger's `EnsemblePlacementPolicyConfig`, else `default`.
+
+    * absent key: the client defaults;
+    * not UTF-8 / not JSON / not `{"policyClass": str, "properties": {...}}`: the client defaults
+      (as Pulsar, which logs and ignores such metadata), with a note for the explanation;
+    * another `policyClass`: no groups at all (Pulsar newest, apache/pulsar#25825);
+    * the isolation policy class: its `isolationBookieGroups` / `secondaryIsolationBookieGroups`
+      (missing or empty: no groups).
+
+    Raises:
+        IsolationGroupError: the properties name groups in a form that cannot be read.
+    """
+    if not custom_metadata:
+        return default
+    raw = custom_metadata.get(POLICY_CONFIG_KEY)
+    if raw is None:
+        return default
+    try:
+        text = raw if isinstance(raw, str) else bytes(raw).decode("utf-8")
+        config = json.loads(text)
+    except (TypeError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return _undecodable(default, f"not UTF-8 JSON ({exc})")
+    if not isinstance(config, dict) or not isinstance(config.get("policyClass"), str):
+        return _undecodable(default, "no policyClass string")
+    properties = config.get("properties") or {}
+    if not isinstance(properties, dict):
+        return _undecodable(default, "properties is not an object")
+    if config["policyClass"] != ISOLATION_POLICY_CLASS:
+        return IsolationGroups(frozenset(), frozenset(), "ledger",
+                               f"ledger metadata names policy {config['policyClass']}: no isolation groups")
+    primary = group_names(properties.get(PRIMARY_PROPERTY, ""), f"{POLICY_CONFIG_KEY}.{PRIMARY_PROPERTY}")
+    secondary = group_names(properties.get(SECONDARY_PROPERTY, ""), f"{POLICY_CONFIG_KEY}.{SECONDARY_PROPERTY}")
+    return IsolationGroups(primary, secondary, "ledger")
+
+
+def _undecodable(default: IsolationGroups, why: str) -> IsolationGroups:
+    return IsolationGroups(default.primary, default.secondary, default.source,
+                           f"ledger {POLICY_CONFIG_KEY} could not be decoded ({why}): used the client's groups")
+
+
+def is_valid_bookie_id(bookie: str) -> bool:
+    """BookKeeper's `BookieId` rule (rackaware spec §1.1): letters, digits, `.`, `-` and 0x3A-0x5F."""
+    if not bookie or bookie.lower() == "readonly":
+        return False
+    return all(c.isascii() and (c.isalnum() or c in ".-" or 0x3A <= ord(c) <= 0x5F) for c in bookie)
+
+
+# -- the excluded set (spec §4.5) --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IsolationExclusion:
+    """Bookies one call may not use, and why more bookies than the primary groups were admitted."""
+
+    excluded: frozenset[str]
+    excluded_sorted: tuple[str, ...]
+    fallbacks: tuple[str, ...]
+
+
+_NO_EXCLUSION = IsolationExclusion(frozenset(), (), ())
+
+
+class _GroupAnalysis:
+    """§4.5 for one (primary, secondary) pair against the current membership and rack info.
+
+    Three possible answers, by how many bookies the ensemble needs:
+    primary only; primary + secondary; primary + secondary + writable bookies in no group.
+    """
+
+    __slots__ = ("primary", "secondary", "available_primary", "admitted_total", "_levels", "_parts")
+
+    def __init__(self, primary: frozenset[str], secondary: frozenset[str], members: Mapping[str, Sequence[str]],
+                 known: Iterable[str]) -> None:
+        primary_bookies: set[str] = set()
+        other_bookies: set[str] = set()
+        for group in sorted(members):
+            (primary_bookies if group in primary else other_bookies).update(members[group])
+        known_set = set(known)
+        self.primary = primary
+        self.secondary = secondary
+        self.available_primary = len(primary_bookies & known_set)
+        not_primary_known = known_set - primary_bookies
+        # Bookies of other groups and writable bookies of no group are out; the overlap fix
+        # (apache/pulsar#3919) keeps any bookie that is also in a primary group.
+        base = (other_bookies | not_primary_known) - primary_bookies
+        secondary_bookies: set[str] = set()
+        for group in sorted(secondary):
+            secondary_bookies.update(members.get(group, ()))
+        # Secondary bookies count when listed, writable or not (spec App. A #8).
+        admitted_secondary = secondary_bookies & base
+        ungrouped = not_primary_known - other_bookies
+        self.admitted_total = self.available_primary + len(admitted_secondary)
+        self._parts = (frozenset(base), frozenset(admitted_secondary), frozenset(ungrouped))
+        self._levels: dict[int, IsolationExclusion] = {}
+
+    def for_size(self, ensemble_size: int) -> IsolationExclusion:
+        level = 0 if self.available_primary >= ensemble_size else (1 if self.admitted_total >= ensemble_size else 2)
+        found = self._levels.get(level)
+        if found is None:
+            found = self._levels[level] = self._build(level, ensemble_size)
+        return found
+
+    def _build(self, level: int, ensemble_size: int) -> IsolationExclusion:
+        base, admitted_secondary, ungrouped = self._parts
+        excluded = base
+        notes: list[str] = []
+        primary = ", ".join(sorted(self.primary)) or "(none)"
+        secondary = ", ".join(sorted(self.secondary)) or "(none)"
+        if level >= 1:
+            excluded = excluded - admitted_secondary
+        if level >= 1 and self.secondary:
+            notes.append(f"primary isolation groups [{primary}] have {self.available_primary} writable "
+                         f"bookie(s), fewer than ensemble_size={ensemble_size}: admitted secondary groups "
+                         f"[{secondary}] ({len(admitted_secondary)} bookie(s))")
+        if level >= 2:
+            excluded = excluded - ungrouped
+            notes.append(f"primary and secondary isolation groups have {self.admitted_total} bookie(s), "
+                         f"fewer than ensemble_size={ensemble_size}: admitted {len(ungrouped)} writable "
+                         "bookie(s) that belong to no isolation group")
+        return IsolationExclusion(excluded, tuple(sorted(excluded)), tuple(notes))
+
+
+# -- the policy ---------------------------------------------------------------------------------------
+
+
+class IsolatedPolicy(RackawarePolicy):
+    """Rack-aware placement restricted to Pulsar isolation groups (spec §4).
+
+    Args:
+        settings: parsed configuration; `isolation_groups` None means isolation is not configured and
+            the policy behaves exactly as rack-aware (CONTRACT §1).
+        resolver: locations and group membership (rack info).
+        clock, features: as for the rack-aware policy.
+    """
+
+    name = "isolated"
+
+    def __init__(self, settings: PlacementSettings, resolver: LocationResolver, clock: Clock,
+                 features: MutableMapping[str, int]) -> None:
+        self._analyses: dict[tuple[frozenset[str], frozenset[str]], _GroupAnalysis] = {}
+        super().__init__(settings, resolver, clock, features)
+        self.isolation_enabled = settings.isolation_groups is not None
+        self.default_groups = IsolationGroups(frozenset(settings.isolation_groups or ()),
+                                              frozenset(settings.secondary_isolation_groups), "client")
+
+    # -- cache invalidation: membership and rack info ------------------------------------------------
+
+    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
+        dead = super().on_cluster_changed(writable, readonly)
+        self._analyses = {}
+        return dead
+
+    def update_rack_info(self, rack_info: RackInfo) -> None:
+        """Replace rack info (locations and group membership)."""
+        super().update_rack_info(rack_info)
+        self._analyses = {}
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        super().import_state(state)
+        self._analyses = {}
+
+    # -- the exclusion ------------------------------------------------------------------------------
+
+    def groups_for(self, custom_metadata: Mapping[str, Any] | None) -> IsolationGroups:
+        """The groups that apply to a call with this custom metadata (spec §4.4)."""
+        return groups_from_metadata(custom_metadata, self.default_groups)
+
+    def isolation_exclusion(self, ensemble_size: int, groups: IsolationGroups) -> IsolationExclusion:
+        """The bookies a call needing `ensemble_size` bookies may not use (spec §4.5).
+
+        Raises:
+            IsolationGroupError: a named group is not in rack info, or rack info lists an invalid id.
+        """
+        if ANY_GROUP in groups.primary:
+            return _NO_EXCLUSION
+        key = (groups.primary, groups.secondary)
+        analysis = self._analyses.get(key)
+        if analysis is None:
+            members = self.resolver.group_members()
+            self._check(groups, members)
+            if not members:
+                # Pulsar: no groups in rack info -> nothing excluded. Reached only when no group is
+                # named (otherwise `_check` refused), so every bookie is ungrouped and eligible anyway.
+                return _NO_EXCLUSION
+            analysis = _GroupAnalysis(groups.primary, groups.secondary, members, self.known)
+            if len(self._analyses) >= _CACHE_LIMIT:
+                self._analyses = {}
+            self._analyses[key] = analysis
+        return analysis.for_size(ensemble_size)
+
+    @staticmethod
+    def _check(groups: IsolationGroups, members: Mapping[str, Sequence[str]]) -> None:
+        named = (groups.primary | groups.secondary) - {ANY_GROUP}
+        missing = sorted(named - set(members))
+        if missing:
+            where = ("the ledger's EnsemblePlacementPolicyConfig" if groups.source == "ledger" else
+                     "bookkeeperClientIsolationGroups / bookkeeperClientSecondaryIsolationGroups")
+            known = ", ".join(sorted(members)) or "none"
+            raise IsolationGroupError(
+                f"isolation group(s) {', '.join(missing)} named by {where} do not exist in rack info "
+                f"(groups: {known}); refusing to place without isolation. Add the bookies to the group "
+                "(pulsar-admin bookies set-bookie-rack --group ...) or fix the group names")
+        for group, bookies in members.items():
+            bad = [b for b in bookies if not is_valid_bookie_id(b)]
+            if bad:
+                raise IsolationGroupError(
+                    f"rack info group {group!r} lists invalid bookie id(s) {', '.join(map(repr, bad))}: "
+                    "isolation cannot be applied; fix the rack info (bookie ids are host:port)")
+
+    def _prepare(self, ensemble_size: int, custom_metadata: Mapping[str, Any] | None,
+                 exclude: Iterable[str]) -> tuple[set[str], set[str] | frozenset[str], IsolationGroups | None,
+                                                  IsolationExclusion]:
+        caller = set(exclude)
+        if not self.isolation_enabled:
+            return caller, caller, None, _NO_EXCLUSION
+        groups = self.groups_for(custom_metadata)
+        isolation = self.isolation_exclusion(ensemble_size, groups)
+        if not isolation.excluded:
+            combined: set[str] | frozenset[str] = caller
+        else:
+            combined = caller | isolation.excluded if caller else isolation.excluded
+        return caller, combined, groups, isolation
+
+    def _explain(self, result: PlacementResult, caller: set[str], groups: IsolationGroups | None,
+                 isolation: IsolationExclusion) -> PlacementResult:
+        explain = dict(result.explain)
+        explain["policy"] = self.name
+        excluded = dict(explain.get("excluded", {}))
+        if caller:
+            excluded["caller"] = sorted(caller)
+        else:
+            excluded.pop("caller", None)
+        if isolation.excluded_sorted:
+            excluded["isolation_group"] = list(isolation.excluded_sorted)
+        explain["excluded"] = excluded
+        notes = list(isolation.fallbacks)
+        if groups is not None:
+            if groups.note:
+                notes.insert(0, groups.note)
+            explain["isolation"] = {"primary": sorted(groups.primary), "secondary": sorted(groups.secondary),
+                                    "source": groups.source}
+        explain["fallbacks"] = notes + list(explain.get("fallbacks", ()))
+        return PlacementResult(result.ensemble, result.adherence, result.bookie, explain)
+
+    def _not_enough(self, exc: NotEnoughBookiesError, groups: IsolationGroups | None,
+                    combined: set[str] | frozenset[str]) -> NotEnoughBookiesError:
+        if groups is None:
+            return exc
+        eligible = sum(1 for b in self.known if b not in combined)
+        primary = ", ".join(sorted(groups.primary)) or "(none)"
+        secondary = ", ".join(sorted(groups.secondary)) or "(none)"
+        return NotEnoughBookiesError(
+            f"{exc} [isolation groups from {groups.source}: primary [{primary}], secondary [{secondary}] "
+            f"leave {eligible} writable bookie(s) eligible; add bookies to these groups or name more "
+            "secondary groups]")
+
+    # -- placement -------------------------------------------------------------------------------------
+
+    def new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] = (), *,
+                     rng: random.Random | None = None) -> PlacementResult:
+        """Rack-aware `new_ensemble` among the bookies the isolation groups allow (spec §4.5-§4.7).
+
+        Raises:
+            IsolationGroupError: the groups cannot be applied (see the module docstring).
+            NotEnoughBookiesError: the allowed bookies cannot form the ensemble.
+        """
+        caller, combined, groups, isolation = self._prepare(ensemble_size, custom_metadata, exclude)
+        try:
+            result = super().new_ensemble(ensemble_size, write_quorum, ack_quorum, custom_metadata, combined,
+                                          rng=rng)
+        except NotEnoughBookiesError as exc:
+            raise self._not_enough(exc, groups, combined) from exc
+        return self._explain(result, caller, groups, isolation)
+
+    def replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                       custom_metadata: Mapping[str, bytes] | None, current_ensemble: Sequence[str],
+                       bookie_to_replace: str, exclude: Iterable[str] = (), *,
+                       rng: random.Random | None = None) -> PlacementResult:
+        """Rack-aware `replace_bookie` among the bookies the isolation groups allow.
+
+        The secondary/ungrouped thresholds compare with `ensemble_size`, although one bookie is
+        needed (BK quirk kept, spec §4.5 and App. A #8).
+
+        Raises:
+            IsolationGroupError: the groups cannot be applied.
+            NotEnoughBookiesError: no allowed bookie can replace it.
+        """
+        caller, combined, groups, isolation = self._prepare(ensemble_size, custom_metadata, exclude)
+        try:
+            result = super().replace_bookie(ensemble_size, write_quorum, ack_quorum, custom_metadata,
+                                            current_ensemble, bookie_to_replace, combined, rng=rng)
+        except NotEnoughBookiesError as exc:
+            raise self._not_enough(exc, groups, combined) from exc
+        return self._explain(result, caller, groups, isolation)
