@@ -345,8 +345,8 @@ class IsolatedPolicy(RackawarePolicy):
         secondary = ", ".join(sorted(groups.secondary)) or "(none)"
         return NotEnoughBookiesError(
             f"{exc} [isolation groups from {groups.source}: primary [{primary}], secondary [{secondary}] "
-            f"leave {eligible} writable bookie(s) eligible; add bookies to these groups or name more "
-            "secondary groups]")
+            f"allow {eligible} writable bookie(s) not excluded by the caller; add bookies to these groups or "
+            "name more secondary groups]")
 
     # -- placement -------------------------------------------------------------------------------------
 
