@@ -27,6 +27,7 @@ set of quirk decisions (App. A #1, #3, #7, #8, #9, #10); splitting them would sc
 
 from __future__ import annotations
 
+import bisect
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any, Protocol
@@ -119,6 +120,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                  enforce_durability: bool = False, stabilize_period_s: float = 0) -> None:
         self._cluster_selector: WeightedSelector | None = None
         self._scope_selectors: dict[Any, WeightedSelector] = {}
+        self._leaf_index: tuple[list[str], list[str], dict[str, tuple[int, int]]] | None = None
         super().__init__(settings, resolver, clock, features, default_location)
         self.enforce_durability = enforce_durability
         self.stabilize_period_s = stabilize_period_s
@@ -144,6 +146,27 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         self._known_sorted = None
         self._cluster_selector = None
         self._scope_selectors = {}
+        self._leaf_index = None
+
+    def _index(self) -> tuple[list[str], list[str], dict[str, tuple[int, int]]]:
+        """(leaves, rack of each leaf, rack -> [start, end)) in (rack, bookie) order; rebuilt after a change.
+
+        Every change of this instance's topology goes through a handler that calls `_invalidate`.
+        """
+        index = self._leaf_index
+        if index is None:
+            topology = self.topology
+            flat: list[str] = []
+            flat_racks: list[str] = []
+            ranges: dict[str, tuple[int, int]] = {}
+            for rack in topology.racks():
+                start = len(flat)
+                members = topology.bookies_in(rack)
+                flat.extend(members)
+                flat_racks.extend([rack] * len(members))
+                ranges[rack] = (start, len(flat))
+            index = self._leaf_index = (flat, flat_racks, ranges)
+        return index
 
     def known_sorted(self) -> tuple[str, ...]:
         """Known (writable) bookies in id order: the population of whole-cluster selection."""
@@ -470,18 +493,89 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                fallbacks: list[str]) -> tuple[list[str], Adherence]:
         """`newEnsembleInternal` (§4.4) on a private exclusion set; returns (ensemble, adherence)."""
         min_racks = min(write_quorum, self.settings.min_racks_per_write_quorum)
+        if (parent is None and parent_predicate is None and ensemble_size >= write_quorum and ensemble_size > 0
+                and not self.settings.disk_weighted and self.topology.num_racks >= 2):
+            chosen = self._place_fast(ensemble_size, exclude, rng)
+            if len(chosen) == ensemble_size:
+                return chosen, self._fast_adherence(chosen, write_quorum, ack_quorum)
+        else:
+            chosen = []
         coverage = CoverageEnsemble(ensemble_size, write_quorum, ack_quorum, min_racks, self._locate,
                                     parent, parent_predicate)
+        for bookie in chosen:
+            coverage.add_node(bookie)
+        racks = [self._locate(b) for b in chosen]
         try:
-            return self._place_positions(ensemble_size, write_quorum, coverage, min_racks, exclude, rng, fallbacks)
+            return self._place_positions(ensemble_size, write_quorum, coverage, min_racks, exclude, rng, fallbacks,
+                                         len(chosen), racks[:-1], racks[-1] if racks else "")
         except NotEnoughBookiesError as exc:
             # Picks were added to `exclude`; the caller's exclusions are the rest.
             excluded = exclude - set(coverage.chosen)
             raise NotEnoughBookiesError(self._why_not_enough(ensemble_size, write_quorum, excluded, exc)) from exc
 
+    def _place_fast(self, ensemble_size: int, exclude: set[str], rng: random.Random) -> list[str]:
+        """The common case of §4.4 without coverage bookkeeping: returns the positions placed before the
+        first rejected draw (all of them, usually); the general loop continues from there.
+
+        Each position draws one leaf uniformly from its scope (position 0: ROOT or the local rack;
+        position p: outside the racks of positions 0..p-1). While every pick is in a rack of its own,
+        the rack-coverage predicate accepts any bookie of an unused rack (a write set whose members all
+        have distinct racks can always reach min(WQ, m) racks), so only the exclusion set can reject a
+        draw. On a rejection the general loop redraws the same position among the acceptable leaves:
+        one uniform draw, then (if rejected) a uniform pick among the acceptable ones, is uniform among
+        the acceptable ones, so the outcome distribution is Java's.
+
+        Cost: O(E x racks used) per call, independent of the number of bookies.
+        """
+        flat, flat_racks, ranges = self._index()
+        scope = self._first_scope()
+        if scope == ROOT:
+            low, high = 0, len(flat)
+        else:
+            hit = ranges.get(scope)
+            if hit is None:
+                return []
+            low, high = hit
+        draw = rng.random
+        k = low + int(draw() * (high - low))
+        bookie = flat[k]
+        if bookie in exclude:
+            return []
+        chosen = [bookie]
+        exclude.add(bookie)
+        cut = ranges[flat_racks[k]]
+        cuts = [cut]
+        remaining = len(flat) - (cut[1] - cut[0])
+        for _ in range(1, ensemble_size):
+            if remaining <= 0:
+                break
+            k = int(draw() * remaining)
+            for start, end in cuts:
+                if k >= start:
+                    k += end - start
+                else:
+                    break
+            bookie = flat[k]
+            if bookie in exclude:
+                break
+            chosen.append(bookie)
+            exclude.add(bookie)
+            cut = ranges[flat_racks[k]]
+            bisect.insort(cuts, cut)
+            remaining -= cut[1] - cut[0]
+        return chosen
+
+    def _fast_adherence(self, chosen: list[str], write_quorum: int, ack_quorum: int) -> Adherence:
+        """Adherence of an ensemble whose bookies are all in distinct racks (E >= WQ)."""
+        if self._stabilized or self.settings.enforce_min_racks:
+            # A stabilized tree holds departed (unknown) bookies; enforcement looks for the default rack.
+            return self.is_ensemble_adhering(chosen, write_quorum, ack_quorum)
+        return Adherence.MEETS_STRICT
+
     def _place_positions(self, ensemble_size: int, write_quorum: int, coverage: CoverageEnsemble,
-                         min_racks: int, exclude: set[str], rng: random.Random,
-                         fallbacks: list[str]) -> tuple[list[str], Adherence]:
+                         min_racks: int, exclude: set[str], rng: random.Random, fallbacks: list[str],
+                         start: int = 0, avoided: list[str] | None = None,
+                         prev_rack: str = "") -> tuple[list[str], Adherence]:
         topology = self.topology
         enforce = self.settings.enforce_min_racks
         if topology.num_racks < 2:
@@ -492,9 +586,9 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             # BK quirk (spec bookkeeper-rackaware.md §4.4, App. A #3): FAIL even when WQ = 1 or m = 1.
             return coverage.to_list(), Adherence.FAIL
         scope = self._first_scope()
-        avoid: list[str] | None = None  # racks avoided since the last reset ("~" scope), None: no "~" scope
-        prev_rack = ""
-        for position in range(ensemble_size):
+        # Racks avoided since the last reset ("~" scope); None: the scope is not a "~" scope.
+        avoid: list[str] | None = list(avoided) if start > 0 and avoided is not None else None
+        for position in range(start, ensemble_size):
             if position == 0:
                 leaves = topology.leaves(scope)
                 key: Any = scope
