@@ -1,0 +1,616 @@
+"""`ClusterModel`: one cluster's state between parsed records and the placement policy.
+
+Spec: bookkeeper-rackaware.md §2 (membership, stabilization, rack change), §7.2 (disk weights);
+CONTRACT §1 (`resolver`, `rack_info`, `features`, `clock`) and §2 (what each event means).
+
+The model owns the policy instance and everything the policy reads: the resolver mapping, Pulsar
+rack info, the features dict and the clock (event time). It applies cluster events one at a time, at
+the time the step gives it (`advance`), and keeps:
+
+* membership: `writable`, `readonly`, `lost` (registered once, now gone);
+* what it knows of each bookie (`facts`: location, hostname, isolation group, whether rack info was
+  set by `bookie_location`), the disk reports (`disk`) and the feature switches (`features`);
+* `pending` leaves (stabilization), `flaps` (departures inside the flap window), `late_records`,
+  `join_failures`, and `version`, the topology version, bumped by every change that can affect
+  placement.
+
+Where a bookie's location lives (how the isolation policy sees the right membership):
+
+* A bookie **without a group** that has a location is an entry of the resolver mapping
+  (`mapping[bookie] = location`, CONTRACT §1 resolver semantics: "", "/" or a relative path make its
+  join fail). Without a location it has no entry and resolves like any unmapped bookie.
+* A bookie **with a group** is an entry of `rack_info[group][bookie] = {"rack", "hostname"}` (Pulsar's
+  `/bookies`; one group per bookie, as Pulsar's `set-bookie-rack`), so only the isolation policy sees
+  it as a group member. Its rack is *also* written to the mapping, read as Pulsar reads racks (`/` or
+  empty = the policy's default location). The mapping answers before rack info, by bookie id, and a
+  listed bookie never falls back to its host in rack info, so this changes no resolution; it lets
+  the model hand rack info to the policy lazily (below).
+
+Costs: every event is O(1) dict work plus at most one policy call; membership calls hand the policy
+the current sets (the policy's `on_cluster_changed` is a snapshot API and costs O(bookies)). Two
+whole-map updates are deferred until a request needs them, which is exact because nothing else reads
+them: the disk map (`update_bookie_info`, weights are read only by placement) and rack info
+(`update_rack_info`, read for group membership at placement, and for locations only by bookies that
+have no mapping entry: while any such bookie is writable, rack info is handed over at once).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from events.model import (
+    BookieDisk,
+    BookieLocation,
+    BookieLost,
+    BookieReadonly,
+    BookieWritable,
+    ClusterView,
+    FeatureSet,
+)
+from policies import BookieInfo, create_policy
+from policies.resolver import host_of, pulsar_rack
+from policies.settings import PlacementSettings
+
+from . import outputs
+from .ordering import effective_time
+from .outputs import Output
+from .settings import ModelSettings
+
+_KEEP: Any = object()
+
+#: Policies that keep departed bookies for `networkTopologyStabilizePeriodSeconds` (spec §2.4).
+STABILIZING_POLICIES = frozenset({"rackaware", "isolated", "regionaware", "zoneaware"})
+
+
+@dataclass(frozen=True, slots=True)
+class BookieFacts:
+    """What the events said about one bookie.
+
+    Attributes:
+        location: its own location (None: none of its own; it resolves like an unmapped bookie).
+        hostname: the host name rack info lists for it (Pulsar resolves other bookies on that host).
+        group: its isolation group (None: ungrouped).
+        pinned: set by `bookie_location` (admin rack info): kept until deleted, never expired.
+    """
+
+    location: str | None = None
+    hostname: str | None = None
+    group: str | None = None
+    pinned: bool = False
+
+    def is_empty(self) -> bool:
+        return self.location is None and self.hostname is None and self.group is None and not self.pinned
+
+
+class ClusterModel:
+    """One cluster: membership, locations, disk, features, stabilization, flaps; owns its policy.
+
+    Args:
+        cluster: the cluster name.
+        settings: the model settings (seed, history TTL, flap window and threshold).
+        conf: the configuration mapping the policy is created from (default: `settings.conf`).
+
+    Raises:
+        ValueError: the configuration is invalid (names the key).
+    """
+
+    def __init__(self, cluster: str, settings: ModelSettings, conf: Mapping[str, Any] | None = None) -> None:
+        self.cluster = cluster
+        self.settings = settings
+        self.conf: dict[str, Any] = dict(settings.conf if conf is None else conf)
+        self.placement: PlacementSettings = (
+            settings.placement if conf is None else PlacementSettings.from_conf(self.conf))
+        self.policy_name = self.placement.policy
+        period = self.placement.stabilize_period_s
+        self.stabilize_period_s = period if self.policy_name in STABILIZING_POLICIES else 0
+        self.clock_ms = 0
+        self.version = 0
+        self.late_records = 0
+        self.writable: set[str] = set()
+        self.readonly: set[str] = set()
+        self.lost: set[str] = set()
+        self.facts: dict[str, BookieFacts] = {}
+        self.mapping: dict[str, str] = {}
+        self.rack_info: dict[str, dict[str, dict[str, Any]]] = {}
+        self.features: dict[str, int] = {}
+        self.disk: dict[str, BookieInfo] = {}
+        self.absent_since: dict[str, int] = {}
+        self.pending: dict[str, float] = {}
+        self.flaps: dict[str, deque[int]] = {}
+        self.flapping: set[str] = set()
+        self.join_failures: dict[str, str] = {}
+        self.rack_info_stale = False
+        self.disk_stale = False
+        self._unmapped_writable = 0
+        self._pending_heap: list[tuple[float, str, float]] = []
+        self._history_heap: list[tuple[int, str, int]] = []
+        self._flap_heap: list[tuple[int, str, int]] = []
+        self.policy = self.new_policy()
+
+    # -- the policy ------------------------------------------------------------------------------
+
+    @property
+    def now_s(self) -> float:
+        """The cluster clock in seconds: the policy's clock (event time, never the wall clock)."""
+        return self.clock_ms / 1000
+
+    def _clock(self) -> float:
+        return self.clock_ms / 1000
+
+    def new_policy(self):  # noqa: ANN201 - the policy protocol lives in policies
+        """A policy over the model's mapping, rack info and features (as they are now)."""
+        return create_policy(self.conf, resolver=self.mapping, clock=self._clock, rack_info=self.rack_info,
+                             features=self.features)
+
+    @property
+    def default_location(self) -> str:
+        return self.policy.default_location
+
+    # -- time ------------------------------------------------------------------------------------
+
+    def advance(self, time_ms: int) -> bool:
+        """Move the clock to a record's time (never back) and expire what ended by then.
+
+        Expiries at or before the clock are applied: stabilization delays that ended (a request at
+        time t sees every departure whose delay ended at or before t), forgotten bookie history, and
+        finished flap windows. Cost: O(1) plus O(log n) per expiry.
+
+        Returns:
+            True when the record is late (older than the clock); it is then applied at the clock.
+        """
+        self.clock_ms, late = effective_time(time_ms, self.clock_ms)
+        if late:
+            self.late_records += 1
+        before = self.version
+        if self._pending_heap:
+            self._expire_pending()
+        if self._history_heap and self._history_heap[0][0] <= self.clock_ms:
+            self._expire_history()
+        if self._flap_heap and self._flap_heap[0][0] <= self.clock_ms:
+            self._expire_flaps()
+        if self.version > before:
+            self.version = before + 1        # one version per clock step that expired something
+        return late
+
+    def _expire_pending(self) -> None:
+        now_s = self.now_s
+        heap = self._pending_heap
+        expired = False
+        while heap and heap[0][0] <= now_s:
+            _, bookie, left_s = heapq.heappop(heap)
+            if self.pending.get(bookie) == left_s:
+                del self.pending[bookie]
+                expired = True
+        if expired:
+            self.version += 1
+
+    def _expire_history(self) -> None:
+        heap = self._history_heap
+        while heap and heap[0][0] <= self.clock_ms:
+            _, bookie, since = heapq.heappop(heap)
+            if self.absent_since.get(bookie) == since:
+                self._forget(bookie)
+
+    def _expire_flaps(self) -> None:
+        heap = self._flap_heap
+        while heap and heap[0][0] <= self.clock_ms:
+            _, bookie, last = heapq.heappop(heap)
+            times = self.flaps.get(bookie)
+            if times and times[-1] == last:
+                del self.flaps[bookie]
+                self.flapping.discard(bookie)
+
+    def _forget(self, bookie: str) -> None:
+        """History TTL ended for an absent bookie: drop its disk report and its unpinned facts."""
+        del self.absent_since[bookie]
+        self.lost.discard(bookie)
+        self.disk.pop(bookie, None)
+        facts = self.facts.get(bookie)
+        if facts is not None and not facts.pinned:
+            mapping_changed, rack_changed = self._set_facts(bookie, BookieFacts())
+            if mapping_changed or rack_changed:
+                self.version += 1
+                self._locations_changed(bookie, mapping_changed, rack_changed)
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def apply(self, event) -> list[Output]:  # noqa: ANN001 - any cluster event record
+        """Apply one cluster event at the current clock; return the alerts it raised.
+
+        Call `advance(event.time_ms)` first. Cost: O(1) dict work plus at most one policy call
+        (whose cost is the policy's: `on_cluster_changed` is O(bookies)).
+        """
+        before = self.version
+        alerts = _HANDLERS[type(event)](self, event)
+        if self.version > before:
+            self.version = before + 1        # one version per event, however many parts it changed
+        return alerts
+
+    def _on_writable(self, event: BookieWritable) -> list[Output]:
+        bookie = event.bookie
+        alerts = self._change_facts(
+            bookie,
+            location=_KEEP if event.location is None else event.location,
+            hostname=_KEEP if event.hostname is None else event.hostname,
+            group=_KEEP if event.group is None else event.group,
+            registering=True)
+        if bookie in self.writable:
+            return alerts
+        self.readonly.discard(bookie)
+        self._add_writable(bookie)
+        self._present(bookie)
+        self.version += 1
+        return alerts + self._cluster_changed((bookie,))
+
+    def _on_readonly(self, event: BookieReadonly) -> list[Output]:
+        bookie = event.bookie
+        if bookie in self.readonly:
+            return []
+        alerts: list[Output] = []
+        if bookie in self.writable:
+            # One change, not a transient death: a single on_cluster_changed call with the bookie
+            # moved from writable to read-only (Java's watcher makes two, spec §2.1).
+            alerts = self._departure(bookie)
+            self._remove_writable(bookie)
+        self.readonly.add(bookie)
+        self._present(bookie)
+        self.version += 1
+        return alerts + self._cluster_changed(())
+
+    def _on_lost(self, event: BookieLost) -> list[Output]:
+        bookie = event.bookie
+        alerts: list[Output] = []
+        if bookie in self.writable:
+            alerts = self._departure(bookie)
+            self._remove_writable(bookie)
+        elif bookie in self.readonly:
+            self.readonly.discard(bookie)
+        else:
+            return []
+        self._absent(bookie, lost=True)
+        self.version += 1
+        return alerts + self._cluster_changed(())
+
+    def _on_view(self, event: ClusterView) -> list[Output]:
+        new_writable = set(event.writable)
+        new_readonly = set(event.readonly)
+        if new_writable == self.writable and new_readonly == self.readonly:
+            return []
+        old_writable = self.writable
+        alerts: list[Output] = []
+        for bookie in sorted(old_writable - new_writable):
+            alerts += self._departure(bookie)
+        registered = new_writable | new_readonly
+        for bookie in sorted((old_writable | self.readonly) - registered):
+            self._absent(bookie, lost=True)
+        for bookie in registered & self.absent_since.keys():
+            self._present(bookie)
+        self.writable = new_writable
+        self.readonly = new_readonly
+        self._unmapped_writable = sum(1 for bookie in new_writable if bookie not in self.mapping)
+        self.version += 1
+        return alerts + self._cluster_changed(sorted(new_writable - old_writable))
+
+    def _on_location(self, event: BookieLocation) -> list[Output]:
+        if event.location is None:
+            # Pulsar's delete-bookie-rack: the bookie leaves rack info (and its group) entirely.
+            return self._change_facts(event.bookie, location=None, hostname=None, group=None, pinned=False)
+        return self._change_facts(
+            event.bookie, location=event.location,
+            hostname=_KEEP if event.hostname is None else event.hostname,
+            group=_KEEP if event.group is None else event.group, pinned=True)
+
+    def _on_disk(self, event: BookieDisk) -> list[Output]:
+        bookie = event.bookie
+        info = BookieInfo(total_disk=event.total_disk, free_disk=event.free_disk)
+        if self.disk.get(bookie) == info:
+            return []
+        self.disk[bookie] = info
+        if bookie not in self.writable and bookie not in self.readonly and bookie not in self.absent_since:
+            self._absent(bookie, lost=False)
+        if self.placement.disk_weighted:
+            self.disk_stale = True
+            self.version += 1
+        return []
+
+    def _on_feature(self, event: FeatureSet) -> list[Output]:
+        if self.features.get(event.name) == event.value:
+            return []
+        self.features[event.name] = event.value
+        self.version += 1
+        return []
+
+    # -- membership helpers ----------------------------------------------------------------------
+
+    def _add_writable(self, bookie: str) -> None:
+        self.writable.add(bookie)
+        if bookie not in self.mapping:
+            self._unmapped_writable += 1
+
+    def _remove_writable(self, bookie: str) -> None:
+        self.writable.discard(bookie)
+        if bookie not in self.mapping:
+            self._unmapped_writable -= 1
+
+    def _present(self, bookie: str) -> None:
+        if self.absent_since.pop(bookie, None) is not None:
+            self.lost.discard(bookie)
+
+    def _absent(self, bookie: str, *, lost: bool) -> None:
+        since = self.clock_ms
+        self.absent_since[bookie] = since
+        if lost:
+            self.lost.add(bookie)
+        heapq.heappush(self._history_heap, (since + self.settings.history_ttl_ms, bookie, since))
+
+    def _departure(self, bookie: str) -> list[Output]:
+        """A writable bookie leaves the writable set now: stabilization and flap counting.
+
+        Call before the policy hears of it (the policy still knows it).
+        """
+        if self.stabilize_period_s and bookie in getattr(self.policy, "known", ()) and bookie not in self.pending:
+            left_s = self.now_s
+            self.pending[bookie] = left_s
+            heapq.heappush(self._pending_heap, (left_s + self.stabilize_period_s, bookie, left_s))
+        return self._count_flap(bookie)
+
+    def _count_flap(self, bookie: str) -> list[Output]:
+        """Departures inside the window (now - window, now]; alert when the threshold is reached."""
+        now = self.clock_ms
+        window = self.settings.flap_window_ms
+        times = self.flaps.get(bookie)
+        if times is None:
+            times = self.flaps[bookie] = deque()
+        while times and times[0] <= now - window:
+            times.popleft()
+        times.append(now)
+        heapq.heappush(self._flap_heap, (now + window, bookie, now))
+        count = len(times)
+        if count < self.settings.flap_threshold:
+            self.flapping.discard(bookie)
+            return []
+        if bookie in self.flapping:
+            return []
+        self.flapping.add(bookie)
+        return [outputs.alert(
+            alert_type=outputs.ALERT_FLAPPING, cluster=self.cluster, subject=bookie, time_ms=now, key=bookie,
+            severity=outputs.WARNING,
+            data={"bookie": bookie, "departures": count, "window_seconds": self.settings.flap_window_s,
+                  "threshold": self.settings.flap_threshold, "location": self.location_of(bookie)})]
+
+    def flap_count(self, bookie: str) -> int:
+        """Departures of `bookie` inside the flap window ending at the clock."""
+        times = self.flaps.get(bookie, ())
+        horizon = self.clock_ms - self.settings.flap_window_ms
+        return sum(1 for t in times if t > horizon)
+
+    def _cluster_changed(self, joined: Iterable[str]) -> list[Output]:
+        """Hand the current membership to the policy (one call) and report new join failures."""
+        if self.rack_info_stale and self._unmapped_writable:
+            self.flush_rack_info()
+        self.policy.on_cluster_changed(self.writable, self.readonly)
+        known = getattr(self.policy, "known", None)
+        for bookie in joined:
+            if bookie in self.pending and (known is None or bookie in known):
+                del self.pending[bookie]     # back inside the window: the pending leave is cancelled
+        if self.placement.disk_weighted:
+            self.disk_stale = True           # joined bookies get their reported disk at the next request
+        return self._join_failure_alerts()
+
+    def _join_failure_alerts(self) -> list[Output]:
+        current = getattr(self.policy, "join_failures", None) or {}
+        if not current and not self.join_failures:
+            return []
+        alerts = []
+        for bookie, reason in sorted(current.items()):
+            if self.join_failures.get(bookie) != reason:
+                alerts.append(outputs.alert(
+                    alert_type=outputs.ALERT_JOIN_FAILED, cluster=self.cluster, subject=bookie,
+                    time_ms=self.clock_ms, key=bookie, severity=outputs.ERROR,
+                    data={"bookie": bookie, "location": self.mapping.get(bookie), "reason": reason,
+                          "writable": bookie in self.writable}))
+        self.join_failures = dict(current)
+        return alerts
+
+    # -- locations -------------------------------------------------------------------------------
+
+    def _change_facts(self, bookie: str, *, location: Any = _KEEP, hostname: Any = _KEEP, group: Any = _KEEP,
+                      pinned: Any = _KEEP, registering: bool = False) -> list[Output]:
+        old = self.facts.get(bookie, BookieFacts())
+        new = BookieFacts(
+            location=old.location if location is _KEEP else location,
+            hostname=old.hostname if hostname is _KEEP else hostname,
+            group=old.group if group is _KEEP else group,
+            pinned=old.pinned if pinned is _KEEP else (pinned or False))
+        mapping_changed, rack_changed = self._set_facts(bookie, new)
+        if not registering and not new.pinned and bookie in self.facts and bookie not in self.writable \
+                and bookie not in self.readonly and bookie not in self.absent_since:
+            self._absent(bookie, lost=False)   # facts of an unregistered bookie expire like history
+        if not (mapping_changed or rack_changed):
+            return []
+        self.version += 1
+        return self._locations_changed(bookie, mapping_changed, rack_changed)
+
+    def _set_facts(self, bookie: str, new: BookieFacts) -> tuple[bool, bool]:
+        """Store new facts and derive the mapping and rack-info entries: (mapping changed, rack info changed)."""
+        old = self.facts.get(bookie, BookieFacts())
+        if new.is_empty():
+            self.facts.pop(bookie, None)
+        else:
+            self.facts[bookie] = new
+        rack_changed = False
+        old_entry = _rack_entry(old)
+        new_entry = _rack_entry(new)
+        if old.group != new.group or old_entry != new_entry:
+            rack_changed = True
+            if old.group is not None:
+                members = self.rack_info[old.group]
+                del members[bookie]
+                if not members:
+                    del self.rack_info[old.group]
+            if new.group is not None:
+                self.rack_info.setdefault(new.group, {})[bookie] = new_entry
+        return self._set_mapping(bookie, self._mapping_entry(new)), rack_changed
+
+    def _mapping_entry(self, facts: BookieFacts) -> str | None:
+        if facts.group is not None:
+            # Read as Pulsar reads rack info: "/" or empty is the default location (the bookie joins).
+            return pulsar_rack(facts.location) or self.default_location
+        return facts.location
+
+    def _set_mapping(self, bookie: str, entry: str | None) -> bool:
+        old = self.mapping.get(bookie)
+        if old == entry:
+            return False
+        if entry is None:
+            del self.mapping[bookie]
+            if bookie in self.writable:
+                self._unmapped_writable += 1
+        else:
+            self.mapping[bookie] = entry
+            if old is None and bookie in self.writable:
+                self._unmapped_writable -= 1
+        return True
+
+    def _locations_changed(self, bookie: str, mapping_changed: bool, rack_changed: bool) -> list[Output]:
+        """Tell the policy (spec §2.5): the rack-change callback applies at once to writable bookies."""
+        if rack_changed:
+            if self._unmapped_writable:
+                self.flush_rack_info()
+            else:
+                self.rack_info_stale = True
+        if mapping_changed:
+            affected = [bookie] if bookie in self.writable else []
+            if ":" not in bookie:
+                # A mapping key without a port is also a host: unmapped bookies on it resolve through it.
+                affected += sorted(w for w in self.writable
+                                   if w != bookie and w not in self.mapping and host_of(w) == bookie)
+            if affected:
+                if self.rack_info_stale and self._unmapped_writable:
+                    self.flush_rack_info()
+                self.policy.on_bookie_rack_change(affected)
+        return self._join_failure_alerts()
+
+    def location_of(self, bookie: str) -> str | None:
+        """Where the bookie is placed: the policy's answer for a known bookie, else its own mapping entry."""
+        known = getattr(self.policy, "known", None)
+        if known is not None and bookie in known:
+            return known[bookie]
+        return self.mapping.get(bookie)
+
+    # -- deferred whole-map updates ----------------------------------------------------------------
+
+    def flush_rack_info(self) -> None:
+        """Hand the current rack info to the policy (Pulsar's `/bookies` watch firing). O(rack info)."""
+        self.rack_info_stale = False
+        self.policy.update_rack_info(self.rack_info)
+
+    def flush_disk(self) -> None:
+        """Hand the full disk map to the policy (`updateBookieInfo`, spec §7.2). O(bookies)."""
+        self.disk_stale = False
+        self.policy.update_bookie_info(self.disk)
+
+    def prepare_request(self) -> list[Output]:
+        """Bring deferred state into the policy before it answers a request; return join-failure alerts."""
+        alerts: list[Output] = []
+        if self.rack_info_stale:
+            self.flush_rack_info()
+            alerts = self._join_failure_alerts()
+        if self.disk_stale:
+            self.flush_disk()
+        return alerts
+
+    # -- views -----------------------------------------------------------------------------------
+
+    @property
+    def dead(self) -> frozenset[str]:
+        """Bookies that were registered and are gone, until their history expires."""
+        return frozenset(self.lost)
+
+    def pending_leaves(self) -> dict[str, float]:
+        """bookie -> time (s) at which its stabilization delay ends, in bookie order."""
+        period = self.stabilize_period_s
+        return {bookie: self.pending[bookie] + period for bookie in sorted(self.pending)}
+
+    def describe(self) -> dict[str, Any]:
+        """A small summary (for logs and tests)."""
+        return {"cluster": self.cluster, "clock_ms": self.clock_ms, "version": self.version,
+                "writable": len(self.writable), "readonly": len(self.readonly), "lost": len(self.lost),
+                "pending": len(self.pending), "flapping": sorted(self.flapping), "late_records": self.late_records}
+
+    # -- self-check (STYLE R13; tests only, never on the hot path) -----------------------------------
+
+    def check_invariants(self) -> None:
+        """Assert every internal invariant of the model and of its policy."""
+        writable, readonly = self.writable, self.readonly
+        assert not (writable & readonly), f"writable and read-only: {sorted(writable & readonly)}"
+        registered = writable | readonly
+        assert not (self.absent_since.keys() & registered), "a registered bookie is marked absent"
+        assert self.lost <= self.absent_since.keys(), "a lost bookie has no absence time"
+        known = getattr(self.policy, "known", {})
+        for bookie in set(self.pending) & writable:
+            assert bookie not in known, f"pending leave of {bookie}, which is writable and known"
+        assert self.clock_ms >= 0 and self.version >= 0 and self.late_records >= 0
+        unmapped = sum(1 for bookie in writable if bookie not in self.mapping)
+        assert self._unmapped_writable == unmapped, f"unmapped count {self._unmapped_writable} != {unmapped}"
+        if self.rack_info_stale:
+            assert unmapped == 0, "rack info deferred while a writable bookie resolves through it"
+        expected_mapping = {}
+        expected_racks: dict[str, dict[str, dict[str, Any]]] = {}
+        for bookie, facts in self.facts.items():
+            assert not facts.is_empty(), f"empty facts kept for {bookie}"
+            entry = self._mapping_entry(facts)
+            if entry is not None:
+                expected_mapping[bookie] = entry
+            if facts.group is not None:
+                expected_racks.setdefault(facts.group, {})[bookie] = _rack_entry(facts)
+            if not facts.pinned:
+                assert bookie in registered or bookie in self.absent_since, f"unpinned facts of {bookie} never expire"
+        assert self.mapping == expected_mapping, "mapping differs from the bookies' facts"
+        assert self.rack_info == expected_racks, "rack info differs from the bookies' facts"
+        for bookie in self.disk:
+            assert bookie in registered or bookie in self.absent_since, f"disk report of {bookie} never expires"
+        assert self.flapping <= self.flaps.keys(), "a flapping bookie has no departures"
+        for times in self.flaps.values():
+            assert list(times) == sorted(times), "flap times out of order"
+        policy = self.policy
+        if hasattr(policy, "known"):
+            assert known.keys() <= writable, f"policy knows non-writable bookies {sorted(known.keys() - writable)}"
+            failures = getattr(policy, "join_failures", {})
+            missing = writable - known.keys()
+            assert missing <= failures.keys(), f"writable bookies neither known nor failed: {sorted(missing)}"
+        policy_readonly = getattr(policy, "readonly", None)
+        if policy_readonly is not None and not self.placement.keep_stale_readonly_set:
+            assert set(policy_readonly) == readonly, "policy's read-only set differs"
+        if self.stabilize_period_s:
+            theirs = policy.pending_leaves()
+            mine = self.pending_leaves()
+            assert theirs.keys() == mine.keys(), f"pending leaves differ: policy {sorted(theirs)} model {sorted(mine)}"
+            for bookie, expiry in mine.items():
+                assert abs(theirs[bookie] - expiry) < 1e-6, f"{bookie}: expiry {theirs[bookie]} != {expiry}"
+        check = getattr(policy, "check_invariants", None)
+        if check is not None:
+            check()
+
+
+def _rack_entry(facts: BookieFacts) -> dict[str, Any] | None:
+    if facts.group is None:
+        return None
+    return {"rack": facts.location, "hostname": facts.hostname}
+
+
+_HANDLERS = {
+    BookieWritable: ClusterModel._on_writable,
+    BookieReadonly: ClusterModel._on_readonly,
+    BookieLost: ClusterModel._on_lost,
+    ClusterView: ClusterModel._on_view,
+    BookieLocation: ClusterModel._on_location,
+    BookieDisk: ClusterModel._on_disk,
+    FeatureSet: ClusterModel._on_feature,
+}
+
+__all__ = ["BookieFacts", "ClusterModel", "STABILIZING_POLICIES"]

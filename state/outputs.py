@@ -1,0 +1,183 @@
+"""What the cluster model emits: decisions, alerts and dead letters (CONTRACT §2 "Outputs").
+
+Every output is an `Output(kind, cluster, id, payload)`; `to_json()` gives compact JSON with sorted
+keys. Ids are stable: a BLAKE2b digest of the output's identity, never of wall-clock time or a
+salted `hash()`, so replaying the same input yields the same ids and consumers can drop duplicates.
+
+| kind | id is the digest of |
+|---|---|
+| `decision` | ("decision", cluster, request_id) |
+| `alert` | ("alert", type, cluster, subject, triggering record's time, request or bookie id) |
+| `dead_letter` | ("dead_letter", cluster, source, raw text) |
+
+Alerts are CloudEvents 1.0 objects; `data.severity` is `info`, `warning` or `error`.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from events.dead_letter import DeadLetter
+from events.times import format_time
+
+DECISION = "decision"
+ALERT = "alert"
+DEAD_LETTER = "dead_letter"
+KINDS = (DECISION, ALERT, DEAD_LETTER)
+
+OK = "ok"
+FAILED = "failed"
+INVALID_REQUEST = "INVALID_REQUEST"
+
+# Alert types emitted by the model (CloudEvents `type`).
+ALERT_NOT_ADHERING = "placement.decision.not_adhering"
+ALERT_DECISION_FAILED = "placement.decision.failed"
+ALERT_JOIN_FAILED = "placement.bookie.join_failed"
+ALERT_FLAPPING = "placement.bookie.flapping"
+ALERT_TYPES = (ALERT_NOT_ADHERING, ALERT_DECISION_FAILED, ALERT_JOIN_FAILED, ALERT_FLAPPING)
+
+INFO = "info"
+WARNING = "warning"
+ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """One output record.
+
+    Attributes:
+        kind: `decision`, `alert` or `dead_letter`.
+        cluster: the cluster it concerns ("" when a dead letter's cluster could not be read).
+        id: the stable id (also inside `payload`).
+        payload: the JSON object written out.
+    """
+
+    kind: str
+    cluster: str
+    id: str
+    payload: dict[str, Any]
+
+    def to_json(self) -> str:
+        """Compact JSON, keys sorted, ASCII only (so any sink can carry it)."""
+        return json.dumps(self.payload, sort_keys=True, separators=(",", ":"))
+
+
+def stable_id(*parts: str) -> str:
+    """32 hex digits of BLAKE2b over the parts, each length-prefixed (so no two part lists collide)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        data = part.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-ready copy: sets become sorted lists, tuples lists, enums their names, bytes text."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, enum.Enum):
+        return value.name
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted((jsonable(v) for v in value), key=lambda v: (str(type(v)), str(v)))
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
+
+
+# -- decisions ---------------------------------------------------------------------------------------
+
+
+def decision_id(cluster: str, request_id: str) -> str:
+    return stable_id(DECISION, cluster, request_id)
+
+
+def decision(*, cluster: str, request_id: str, request_type: str | None, ledger_id: int | None,
+             time_ms: int | None, policy: str, topology_version: int | None, ensemble: list[str] | None = None,
+             bookie: str | None = None, adherence: str | None = None, error: Mapping[str, str] | None = None,
+             explain: Mapping[str, Any] | None = None) -> Output:
+    """A decision (CONTRACT §2): `status` is `failed` exactly when `error` is given."""
+    ident = decision_id(cluster, request_id)
+    explained = jsonable(dict(explain or {}))
+    explained["topology_version"] = topology_version
+    payload = {
+        "id": ident,
+        "request_id": request_id,
+        "cluster": cluster,
+        "ledger_id": ledger_id,
+        "type": request_type,
+        "status": FAILED if error else OK,
+        "ensemble": list(ensemble or ()),
+        "bookie": bookie,
+        "adherence": None if error else adherence,
+        "error": dict(error) if error else None,
+        "policy": policy,
+        "time": format_time(time_ms) if time_ms is not None else None,
+        "topology_version": topology_version,
+        "explain": explained,
+    }
+    return Output(DECISION, cluster, ident, payload)
+
+
+# -- alerts ------------------------------------------------------------------------------------------
+
+
+def alert(*, alert_type: str, cluster: str, subject: str, time_ms: int, key: str, severity: str,
+          data: Mapping[str, Any]) -> Output:
+    """A CloudEvents 1.0 alert. `key` is the triggering request id or bookie id (part of the id)."""
+    ident = stable_id(ALERT, alert_type, cluster, subject, str(time_ms), key)
+    body = jsonable(dict(data))
+    body["severity"] = severity
+    body["cluster"] = cluster
+    payload = {
+        "specversion": "1.0",
+        "id": ident,
+        "source": f"placement-engine/{cluster}",
+        "type": alert_type,
+        "subject": subject,
+        "time": format_time(time_ms),
+        "datacontenttype": "application/json",
+        "data": body,
+    }
+    return Output(ALERT, cluster, ident, payload)
+
+
+# -- dead letters ------------------------------------------------------------------------------------
+
+
+def dead_letter(letter: DeadLetter, cluster: str) -> Output:
+    """A dead letter: `DeadLetter.to_record()` plus its stable `id`."""
+    record = letter.to_record()
+    where = letter.cluster if letter.cluster is not None else cluster
+    source = json.dumps(record["source"], sort_keys=True, separators=(",", ":"))
+    ident = stable_id(DEAD_LETTER, where or "", source, letter.raw)
+    record["id"] = ident
+    return Output(DEAD_LETTER, where or "", ident, record)
+
+
+__all__ = [
+    "ALERT",
+    "ALERT_DECISION_FAILED",
+    "ALERT_FLAPPING",
+    "ALERT_JOIN_FAILED",
+    "ALERT_NOT_ADHERING",
+    "ALERT_TYPES",
+    "DEAD_LETTER",
+    "DECISION",
+    "Output",
+    "alert",
+    "dead_letter",
+    "decision",
+    "decision_id",
+    "jsonable",
+    "stable_id",
+]

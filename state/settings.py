@@ -1,0 +1,106 @@
+"""The engine's cluster-model keys -> one frozen `ModelSettings` (STYLE R2).
+
+Only this module knows how the `engine.*` model keys are spelled. The whole configuration mapping is
+kept as well: the placement policy is created from the same mapping (BookKeeper and Pulsar keys,
+parsed by `policies.settings.PlacementSettings`), so one properties file configures both.
+
+| key | default | meaning |
+|---|---|---|
+| `engine.seed` | 0 | seed of every request's random generator (STYLE R4) |
+| `engine.bookieHistoryTtlSeconds` | 86400 | what the model remembers of a bookie that left expires this long after it left |
+| `engine.flapWindowSeconds` | `networkTopologyStabilizePeriodSeconds` if > 0, else 60 | the flap-counting window |
+| `engine.flapThreshold` | 3 | departures inside the window that make a bookie "flapping" |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from policies.settings import PlacementSettings
+
+SEED = "engine.seed"
+HISTORY_TTL = "engine.bookieHistoryTtlSeconds"
+FLAP_WINDOW = "engine.flapWindowSeconds"
+FLAP_THRESHOLD = "engine.flapThreshold"
+
+#: Every configuration key this module reads (the streaming CLI accepts them as known keys).
+MODEL_KEYS: tuple[str, ...] = (SEED, HISTORY_TTL, FLAP_WINDOW, FLAP_THRESHOLD)
+
+DEFAULT_FLAP_WINDOW_S = 60
+_MIN_SEED = -(2**63)
+_MAX_SEED = 2**64 - 1
+
+
+def _int(conf: Mapping[str, Any], key: str, default: int, minimum: int, maximum: int | None = None) -> int:
+    """An integer key (a Python int or a decimal string); ValueError naming the key otherwise."""
+    value = conf.get(key)
+    if value is None:
+        return default
+    expected = f"an integer >= {minimum}" if maximum is None else f"an integer between {minimum} and {maximum}"
+    if isinstance(value, bool):
+        raise ValueError(f"{key}: expected {expected}, got {value!r}")
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str):
+        try:
+            number = int(value.strip())
+        except ValueError:
+            raise ValueError(f"{key}: expected {expected}, got {value!r}") from None
+    else:
+        raise ValueError(f"{key}: expected {expected}, got {value!r}")
+    if number < minimum or (maximum is not None and number > maximum):
+        raise ValueError(f"{key}: expected {expected}, got {value!r}")
+    return number
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSettings:
+    """The cluster model's settings, parsed once at the edge.
+
+    Attributes:
+        seed: `engine.seed`, mixed into every request's generator.
+        history_ttl_s: `engine.bookieHistoryTtlSeconds`.
+        flap_window_s: `engine.flapWindowSeconds`.
+        flap_threshold: `engine.flapThreshold`.
+        placement: the placement keys of the same mapping, parsed (policy name, stabilization period,
+            disk weighting, ...).
+        conf: a private copy of the whole mapping; the policy is created from it. Never mutated.
+    """
+
+    seed: int = 0
+    history_ttl_s: int = 86400
+    flap_window_s: int = DEFAULT_FLAP_WINDOW_S
+    flap_threshold: int = 3
+    placement: PlacementSettings = field(default_factory=PlacementSettings)
+    conf: dict[str, Any] = field(default_factory=dict, hash=False, repr=False)
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any]) -> ModelSettings:
+        """Parse the model keys (and check the placement keys) of a configuration mapping.
+
+        Raises:
+            ValueError: a malformed value; the message names the key, what was expected and what arrived.
+        """
+        placement = PlacementSettings.from_conf(conf)
+        period = placement.stabilize_period_s
+        return cls(
+            seed=_int(conf, SEED, 0, _MIN_SEED, _MAX_SEED),
+            history_ttl_s=_int(conf, HISTORY_TTL, 86400, 0),
+            flap_window_s=_int(conf, FLAP_WINDOW, period if period > 0 else DEFAULT_FLAP_WINDOW_S, 1),
+            flap_threshold=_int(conf, FLAP_THRESHOLD, 3, 1),
+            placement=placement,
+            conf=dict(conf),
+        )
+
+    @property
+    def history_ttl_ms(self) -> int:
+        return self.history_ttl_s * 1000
+
+    @property
+    def flap_window_ms(self) -> int:
+        return self.flap_window_s * 1000
+
+
+__all__ = ["MODEL_KEYS", "ModelSettings"]

@@ -1,0 +1,168 @@
+"""`ClusterModel` <-> bytes for Spark's state store: versioned, compact, bounded (STYLE R9).
+
+Format: zlib-compressed UTF-8 JSON of one object `{"v": 1, ...}`. The policy's internals travel as
+the policy's own `export_state()` and are restored with `import_state()`; everything else is the
+model's (membership, facts, disk, features, pending leaves, flaps, counters).
+
+Versioning: `VERSION` is the format this engine writes. `loads` reads any older version by applying
+`MIGRATIONS[v]` (which turns a version-v document into a version-(v+1) one) until it reaches `VERSION`;
+a newer version raises `SnapshotError` (it was written by a newer engine: upgrade this one).
+
+If the configuration now names another policy than the one that wrote the snapshot, the policy's
+internals cannot be imported: a fresh policy is built from the model's membership instead (pending
+stabilization leaves are then dropped).
+
+Bounded: the model forgets what it knew of a departed bookie `engine.bookieHistoryTtlSeconds` after
+it left (location unless set by `bookie_location`, disk report, flap history), so the size follows
+the live cluster plus the recent departures, not the whole history.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import zlib
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from policies import BookieInfo
+
+from .cluster import BookieFacts, ClusterModel
+from .settings import ModelSettings
+
+VERSION = 1
+
+#: version -> function turning a document of that version into one of the next version.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+class SnapshotError(ValueError):
+    """A snapshot that cannot be read (corrupt, or written by a newer engine)."""
+
+
+def to_document(model: ClusterModel) -> dict[str, Any]:
+    """The model as a JSON-ready dict of the current `VERSION`."""
+    return {
+        "v": VERSION,
+        "cluster": model.cluster,
+        "policy": model.policy_name,
+        "clock_ms": model.clock_ms,
+        "version": model.version,
+        "late_records": model.late_records,
+        "writable": sorted(model.writable),
+        "readonly": sorted(model.readonly),
+        "lost": sorted(model.lost),
+        "facts": {b: [f.location, f.hostname, f.group, f.pinned] for b, f in sorted(model.facts.items())},
+        "features": dict(sorted(model.features.items())),
+        "disk": {b: [i.total_disk, i.free_disk] for b, i in sorted(model.disk.items())},
+        "absent_since": dict(sorted(model.absent_since.items())),
+        "pending": dict(sorted(model.pending.items())),
+        "flaps": {b: list(times) for b, times in sorted(model.flaps.items())},
+        "flapping": sorted(model.flapping),
+        "join_failures": dict(sorted(model.join_failures.items())),
+        "rack_info_stale": model.rack_info_stale,
+        "disk_stale": model.disk_stale,
+        "policy_state": model.policy.export_state(),
+    }
+
+
+def dumps(model: ClusterModel) -> bytes:
+    """Serialize the model (compact JSON, zlib level 6)."""
+    text = json.dumps(to_document(model), sort_keys=True, separators=(",", ":"))
+    return zlib.compress(text.encode("utf-8", "surrogatepass"), 6)
+
+
+def loads(data: bytes, conf: Mapping[str, Any], settings: ModelSettings | None = None) -> ClusterModel:
+    """Restore a model written by `dumps` (this or an older engine).
+
+    Args:
+        data: the snapshot bytes.
+        conf: the configuration mapping (the policy is created from it).
+        settings: the parsed model settings (parsed from `conf` when omitted).
+
+    Raises:
+        SnapshotError: the bytes are not a snapshot, or one written by a newer engine.
+        ValueError: the configuration is invalid (names the key).
+    """
+    try:
+        document = json.loads(zlib.decompress(bytes(data)).decode("utf-8", "surrogatepass"))
+    except (zlib.error, UnicodeDecodeError, json.JSONDecodeError, TypeError) as exc:
+        raise SnapshotError(f"model snapshot: not a readable snapshot ({exc}); the state store is corrupt or "
+                            "holds another kind of state") from exc
+    return from_document(document, conf, settings)
+
+
+def migrate(document: dict[str, Any]) -> dict[str, Any]:
+    """Bring a document to `VERSION` through `MIGRATIONS`."""
+    version = document.get("v") if isinstance(document, dict) else None
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise SnapshotError(f"model snapshot: expected an object with an integer 'v', got {str(document)[:80]!r}")
+    if version > VERSION:
+        raise SnapshotError(f"model snapshot: format v{version} was written by a newer engine (this one reads up "
+                            f"to v{VERSION}); upgrade the engine or start from a fresh checkpoint")
+    while version < VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise SnapshotError(f"model snapshot: no migration from format v{version}; start from a fresh "
+                                "checkpoint")
+        document = step(document)
+        version = document["v"]
+    return document
+
+
+def from_document(document: dict[str, Any], conf: Mapping[str, Any],
+                  settings: ModelSettings | None = None) -> ClusterModel:
+    """A model from a (possibly older) document; see `loads`."""
+    document = migrate(document)
+    if settings is None:
+        settings = ModelSettings.from_conf(conf)
+    model = ClusterModel(document["cluster"], settings, conf)
+    model.clock_ms = int(document["clock_ms"])
+    model.version = int(document["version"])
+    model.late_records = int(document["late_records"])
+    model.writable = set(document["writable"])
+    model.readonly = set(document["readonly"])
+    model.lost = set(document["lost"])
+    model.features.update(document["features"])
+    for bookie, (total, free) in document["disk"].items():
+        model.disk[bookie] = BookieInfo(total_disk=total, free_disk=free)
+    model.absent_since = {b: int(t) for b, t in document["absent_since"].items()}
+    model.pending = {b: float(t) for b, t in document["pending"].items()}
+    model.flaps = {b: deque(times) for b, times in document["flaps"].items()}
+    model.flapping = set(document["flapping"])
+    model.join_failures = dict(document["join_failures"])
+    # Facts first: they determine the mapping and the rack info the policy reads (same dict objects).
+    for bookie, (location, hostname, group, pinned) in document["facts"].items():
+        model._set_facts(bookie, BookieFacts(location, hostname, group, bool(pinned)))  # noqa: SLF001
+    model._unmapped_writable = sum(1 for b in model.writable if b not in model.mapping)  # noqa: SLF001
+    model.policy = model.new_policy()
+    if document["policy"] == model.policy_name:
+        model.policy.import_state(document["policy_state"])
+        model.rack_info_stale = bool(document["rack_info_stale"])
+        model.disk_stale = bool(document["disk_stale"])
+    else:
+        # Another policy now: rebuild it from the membership (its pending departures are lost).
+        model.pending = {}
+        model.policy.on_cluster_changed(model.writable, model.readonly)
+        model.join_failures = dict(getattr(model.policy, "join_failures", {}) or {})
+        model.rack_info_stale = False
+        model.disk_stale = model.placement.disk_weighted
+        model.version += 1
+    _rebuild_heaps(model)
+    return model
+
+
+def _rebuild_heaps(model: ClusterModel) -> None:
+    """Expiry heaps from the state they index (their order is a function of the state alone)."""
+    period = model.stabilize_period_s
+    model._pending_heap = [(left + period, b, left) for b, left in model.pending.items()]  # noqa: SLF001
+    ttl = model.settings.history_ttl_ms
+    model._history_heap = [(since + ttl, b, since) for b, since in model.absent_since.items()]  # noqa: SLF001
+    window = model.settings.flap_window_ms
+    model._flap_heap = [(times[-1] + window, b, times[-1]) for b, times in model.flaps.items() if times]  # noqa: SLF001
+    for heap in (model._pending_heap, model._history_heap, model._flap_heap):  # noqa: SLF001
+        heapq.heapify(heap)
+
+
+__all__ = ["MIGRATIONS", "VERSION", "SnapshotError", "dumps", "from_document", "loads", "migrate", "to_document"]

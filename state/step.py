@@ -1,0 +1,183 @@
+"""The pure micro-batch step: order -> apply -> decide -> outputs (STYLE R9).
+
+`step` takes plain values and returns plain values, so tests feed it batch by batch without Spark.
+
+* Items arrive in arrival order. Dead letters become dead-letter outputs first (and a `failed`
+  decision with code `INVALID_REQUEST` when the request's cluster and `request_id` could be read).
+* Records are applied in `(time, arrival)` order (`state.ordering`); the cluster clock never goes
+  back: a late record is applied at the clock and counted.
+* Each request is answered against the model as it stands at its time, with its own generator
+  seeded from `(engine.seed, cluster, request_id)` (STYLE R4): answers do not depend on batch
+  boundaries or on other clusters.
+* Sharding (`shards > 1`): every cluster event reaches every shard and is applied by all of them,
+  but only shard 0 emits what events produce (their alerts, and dead letters that were not
+  requests); a request reaches only its own shard, which answers it.
+
+Policy errors become `failed` decisions (`NotEnoughBookiesError` -> `NOT_ENOUGH_BOOKIES`, another
+`PlacementError` -> its `.code`, `ValueError` -> `INVALID_REQUEST`). Nothing raises out of `step` for
+bad data; a genuine bug may (the streaming layer guards per request).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from events.dead_letter import DeadLetter
+from events.model import REQUEST_TYPES, BookieReplace, EnsembleCheck, LedgerCreate
+from policies import Adherence, NotEnoughBookiesError, PlacementError
+
+from . import outputs
+from .cluster import ClusterModel
+from .ordering import in_time_order
+from .outputs import Output
+from .settings import ModelSettings
+
+NOT_ENOUGH_BOOKIES = "NOT_ENOUGH_BOOKIES"
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """The model after the batch, and the batch's outputs in emission order.
+
+    `model` is None only when no model was given and `cluster` is "" (a batch of records whose
+    cluster could not be read: dead letters only).
+    """
+
+    model: ClusterModel | None
+    outputs: list[Output]
+
+
+def request_rng(seed: int, cluster: str, request_id: str) -> random.Random:
+    """The request's own generator (STYLE R4): the same on every machine, batch and shard."""
+    key = f"{seed}\0{cluster}\0{request_id}".encode("utf-8", "surrogatepass")
+    return random.Random(int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big"))
+
+
+def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], settings: ModelSettings,
+         conf: Mapping[str, Any], *, shard: int = 0, shards: int = 1) -> StepResult:
+    """Apply one micro-batch of one cluster (or one shard of it).
+
+    Args:
+        model: the cluster's model from the previous batch, or None for a new cluster.
+        cluster: the cluster name ("" for records whose cluster could not be read).
+        items: records and dead letters of this cluster, in arrival order.
+        settings: the model settings.
+        conf: the configuration mapping (a new model's policy is created from it).
+        shard: this shard's number, 0 <= shard < shards.
+        shards: shards per cluster.
+
+    Returns:
+        The updated model and the outputs.
+
+    Raises:
+        ValueError: a caller error: a bad shard number, a model or record of another cluster.
+    """
+    if shards < 1 or not 0 <= shard < shards:
+        raise ValueError(f"shard: expected 0 <= shard < shards, got shard={shard} shards={shards}")
+    if model is None and cluster:
+        model = ClusterModel(cluster, settings, conf)
+    if model is not None and model.cluster != cluster:
+        raise ValueError(f"cluster: the model is of cluster {model.cluster!r}, the batch of {cluster!r}")
+    emit_events = shard == 0
+    result: list[Output] = []
+    records = []
+    for item in items:
+        if isinstance(item, DeadLetter):
+            if emit_events or item.record_type in REQUEST_TYPES:
+                result.extend(dead_letter_outputs(item, cluster, settings))
+        elif item.cluster != cluster:
+            raise ValueError(f"cluster: a {item.type} record of cluster {item.cluster!r} in the batch of "
+                             f"{cluster!r}; group records by cluster before the step")
+        else:
+            records.append(item)
+    if records and model is None:
+        raise ValueError("cluster: records need a cluster name")
+    for record in in_time_order(records):
+        model.advance(record.time_ms)
+        if record.type in REQUEST_TYPES:
+            result.extend(answer(model, record))
+        else:
+            alerts = model.apply(record)
+            if emit_events:
+                result.extend(alerts)
+    return StepResult(model, result)
+
+
+def dead_letter_outputs(letter: DeadLetter, cluster: str, settings: ModelSettings) -> list[Output]:
+    """The dead letter, plus a `failed` INVALID_REQUEST decision when the requester can be answered."""
+    produced = [outputs.dead_letter(letter, cluster)]
+    if letter.needs_failed_decision:
+        produced.append(outputs.decision(
+            cluster=letter.cluster, request_id=letter.request_id, request_type=letter.record_type,
+            ledger_id=letter.ledger_id, time_ms=None, policy=settings.placement.policy, topology_version=None,
+            error={"code": outputs.INVALID_REQUEST, "message": f"{letter.reason.name}: {letter.detail}"},
+            explain={"dead_letter": letter.reason.name}))
+    return produced
+
+
+def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | EnsembleCheck) -> list[Output]:
+    """Answer one request against the model at the current clock: the decision and its alerts.
+
+    Cost: one policy call (plus any deferred rack-info or disk update, see `ClusterModel`).
+    """
+    produced = model.prepare_request()
+    policy = model.policy
+    rng = request_rng(model.settings.seed, model.cluster, request.request_id)
+    ensemble: list[str] = []
+    bookie = None
+    adherence = None
+    explain: Mapping[str, Any] = {}
+    error = None
+    try:
+        if isinstance(request, LedgerCreate):
+            placed = policy.new_ensemble(request.ensemble_size, request.write_quorum, request.ack_quorum,
+                                         request.metadata_dict(), tuple(sorted(request.exclude)), rng=rng)
+            ensemble, adherence, explain = list(placed.ensemble), placed.adherence, placed.explain
+        elif isinstance(request, BookieReplace):
+            placed = policy.replace_bookie(len(request.ensemble), request.write_quorum, request.ack_quorum,
+                                           request.metadata_dict(), list(request.ensemble), request.bookie,
+                                           tuple(sorted(request.exclude)), rng=rng)
+            ensemble, adherence, explain = list(placed.ensemble), placed.adherence, placed.explain
+            bookie = placed.bookie
+        else:
+            adherence = policy.is_ensemble_adhering(list(request.ensemble), request.write_quorum,
+                                                    request.ack_quorum)
+            ensemble = list(request.ensemble)
+    except NotEnoughBookiesError as exc:
+        error = {"code": NOT_ENOUGH_BOOKIES, "message": str(exc)}
+    except PlacementError as exc:
+        error = {"code": exc.code, "message": str(exc)}
+    except ValueError as exc:
+        error = {"code": outputs.INVALID_REQUEST, "message": str(exc)}
+    version = model.version
+    adherence_name = None if adherence is None else Adherence(adherence).name
+    decided = outputs.decision(
+        cluster=model.cluster, request_id=request.request_id, request_type=request.type,
+        ledger_id=request.ledger_id, time_ms=request.time_ms, policy=model.policy_name,
+        topology_version=version, ensemble=None if error else ensemble, bookie=None if error else bookie,
+        adherence=adherence_name, error=error, explain=explain)
+    produced.append(decided)
+    subject = request.request_id
+    common = {"request_id": request.request_id, "ledger_id": request.ledger_id, "request_type": request.type,
+              "decision_id": decided.id, "topology_version": version}
+    if error is not None:
+        produced.append(outputs.alert(
+            alert_type=outputs.ALERT_DECISION_FAILED, cluster=model.cluster, subject=subject,
+            time_ms=model.clock_ms, key=request.request_id,
+            severity=outputs.ERROR if error["code"] == NOT_ENOUGH_BOOKIES else outputs.WARNING,
+            data={**common, "code": error["code"], "constraint": error["message"]}))
+    elif adherence_name in ("MEETS_SOFT", "FAIL"):
+        produced.append(outputs.alert(
+            alert_type=outputs.ALERT_NOT_ADHERING, cluster=model.cluster, subject=subject,
+            time_ms=model.clock_ms, key=request.request_id,
+            severity=outputs.WARNING if adherence_name == "FAIL" else outputs.INFO,
+            data={**common, "adherence": adherence_name, "ensemble": ensemble,
+                  "write_quorum": request.write_quorum, "ack_quorum": request.ack_quorum}))
+    return produced
+
+
+__all__ = ["StepResult", "answer", "dead_letter_outputs", "request_rng", "step"]
