@@ -539,37 +539,46 @@ class RegionawarePolicy(TopologyAwarePolicy):
 
     # -- adherence (spec §2.2, issue #1898) -------------------------------------------------------
 
-    def _write_set_adherence(self, members: set[str], write_quorum: int, ack_quorum: int, min_regions: int,
-                             soft_regions: int) -> Adherence:
-        """The rule for one write set; see `is_ensemble_adhering`."""
+    def _write_set_deficit(self, members: set[str], write_quorum: int, ack_quorum: int, min_regions: int,
+                           soft_regions: int) -> tuple[int, bool]:
+        """How far one write set is from the hard rules (0: it meets them) and whether it misses the
+        soft region spread; see `is_ensemble_adhering`. The deficit counts missing racks, default-rack
+        members under enforcement, missing regions and surplus copies in the worst M-1 regions."""
         racks: set[str] = set()
         copies: dict[str, int] = {}
+        at_default = 0
         for bookie in members:
             location = self.known.get(bookie)
             if location is None:
                 continue
             racks.add(location)
+            at_default += location == self.default_location
             region = self.region_of[bookie]
             copies[region] = copies.get(region, 0) + 1
-        if len(racks) < min(write_quorum, self.settings.min_racks_per_write_quorum):
-            return Adherence.FAIL
-        if self.settings.enforce_min_racks and self.default_location in racks:
-            return Adherence.FAIL
+        deficit = max(0, min(write_quorum, self.settings.min_racks_per_write_quorum) - len(racks))
+        if self.settings.enforce_min_racks:
+            deficit += at_default
         if min_regions > 0:
-            if len(copies) < min(min_regions, write_quorum):
-                return Adherence.FAIL
+            deficit += max(0, min(min_regions, write_quorum) - len(copies))
             worst_group = sum(sorted(copies.values(), reverse=True)[:min_regions - 1])
-            return Adherence.FAIL if worst_group >= ack_quorum else Adherence.MEETS_STRICT
-        return Adherence.MEETS_SOFT if len(copies) < soft_regions else Adherence.MEETS_STRICT
+            return deficit + max(0, worst_group - (ack_quorum - 1)), False
+        return deficit, len(copies) < soft_regions
 
-    def _write_set_verdicts(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int) -> list[Adherence]:
+    def _deficits(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int) -> list[tuple[int, bool]]:
+        """`_write_set_deficit` of every write set (W consecutive positions, wrapping). Cost O(E x W)."""
         size = len(ensemble)
         min_regions = self.min_regions if self.is_durability_enforced() else 0
         populated = sum(1 for sub in self.sub_policies.values() if sub.known)
         soft_regions = min(write_quorum, self.settings.min_racks_per_write_quorum, max(populated, 1))
-        return [self._write_set_adherence({ensemble[(i + j) % size] for j in range(write_quorum)},
-                                          write_quorum, ack_quorum, min_regions, soft_regions)
+        return [self._write_set_deficit({ensemble[(i + j) % size] for j in range(write_quorum)},
+                                        write_quorum, ack_quorum, min_regions, soft_regions)
                 for i in range(size)]
+
+    @staticmethod
+    def _adherence_of(deficits: list[tuple[int, bool]]) -> Adherence:
+        if not deficits or any(deficit for deficit, _ in deficits):
+            return Adherence.FAIL
+        return Adherence.MEETS_SOFT if any(soft for _, soft in deficits) else Adherence.MEETS_STRICT
 
     def is_ensemble_adhering(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int) -> Adherence:
         """The real region-aware rule (BookKeeper has a stub, apache/bookkeeper#1898).
@@ -590,9 +599,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
 
         BK bug fixed (apache/bookkeeper#1898): Java always answers MEETS_STRICT.
         """
-        if not ensemble:
-            return Adherence.FAIL
-        return min(self._write_set_verdicts(ensemble, write_quorum, ack_quorum))
+        return self._adherence_of(self._deficits(ensemble, write_quorum, ack_quorum) if ensemble else [])
 
     def are_acked_bookies_adhering(self, acked: Iterable[str], write_quorum: int, ack_quorum: int) -> bool:
         """Distinct racks of the known acked bookies >= min(W, minNumRacksPerWriteQuorum) (spec §2.2, inherited)."""
@@ -608,8 +615,9 @@ class RegionawarePolicy(TopologyAwarePolicy):
         regions); a candidate that does not adhere has its whole rack excluded and the position is
         tried again (adherence depends only on the candidate's rack). The first round that makes the
         ensemble adhere wins (MEETS_STRICT before MEETS_SOFT, then the earliest position); otherwise the
-        replacement that removes the most failing write sets is kept and another round runs. No
-        improvement: FAIL with an empty ensemble.
+        replacement that brings the ensemble closest to the hard rules (fewest missing racks, regions
+        and surplus copies over all write sets) is kept and another round runs. No improvement: FAIL
+        with an empty ensemble. Cost: up to E rounds x E positions x (racks + 1) replacements.
 
         BK bug fixed (apache/bookkeeper#1898): Java returns the current ensemble unchanged as MEETS_STRICT.
         """
@@ -617,17 +625,18 @@ class RegionawarePolicy(TopologyAwarePolicy):
         rng = rng if rng is not None else random.Random(0)
         ensemble = list(current_ensemble)
         explain: dict[str, Any] = {"policy": POLICY_NAME, "fallbacks": [], "excluded": {}, "replaced": {}}
-        verdicts = self._write_set_verdicts(ensemble, write_quorum, ack_quorum) if ensemble else []
-        if verdicts and min(verdicts) != Adherence.FAIL:
-            return PlacementResult(ensemble, min(verdicts), explain=explain)
+        deficits = self._deficits(ensemble, write_quorum, ack_quorum) if ensemble else []
+        adherence = self._adherence_of(deficits)
+        if adherence != Adherence.FAIL:
+            return PlacementResult(ensemble, adherence, explain=explain)
         excluded = set(exclude)
         if excluded:
             explain["excluded"]["caller"] = sorted(excluded)
-        failing = verdicts.count(Adherence.FAIL)
-        changed: set[int] = set()
+        missing = sum(deficit for deficit, _ in deficits)
+        changed: list[int] = []
         for _ in range(len(ensemble)):
             adhering: tuple[int, int, list[str]] | None = None  # (-adherence, position, ensemble)
-            improving: tuple[int, int, list[str]] | None = None  # (failing write sets, position, ensemble)
+            improving: tuple[int, int, list[str]] | None = None  # (total deficit, position, ensemble)
             for position in range(len(ensemble)):
                 if position in changed:
                     continue
@@ -645,25 +654,26 @@ class RegionawarePolicy(TopologyAwarePolicy):
                         if result.adherence == Adherence.MEETS_STRICT:
                             break
                     else:
-                        count = self._write_set_verdicts(result.ensemble, write_quorum, ack_quorum).count(
-                            Adherence.FAIL)
-                        if improving is None or count < improving[0]:
-                            improving = (count, position, result.ensemble)
+                        total = sum(d for d, _ in self._deficits(result.ensemble, write_quorum, ack_quorum))
+                        if improving is None or total < improving[0]:
+                            improving = (total, position, result.ensemble)
+                    # Adherence depends only on the candidate's rack: try another rack next.
                     rack = self.known.get(result.bookie)
                     tried.update(self.topology.bookies_in(rack) if rack is not None else (result.bookie,))
                 if adhering is not None and adhering[0] == -int(Adherence.MEETS_STRICT):
                     break
             if adhering is not None:
                 _, position, repaired = adhering
-                changed.add(position)
+                changed.append(position)
                 explain["replaced"] = {str(p): repaired[p] for p in sorted(changed)}
                 return PlacementResult(repaired, Adherence(-adhering[0]), explain=explain)
-            if improving is None or improving[0] >= failing:
+            if improving is None or improving[0] >= missing:
                 break
-            failing, position, ensemble = improving
-            changed.add(position)
-            explain["fallbacks"].append(f"position {position}: replaced, {failing} write sets still fail")
-        explain["fallbacks"].append("no replacement of the changed positions makes the ensemble adhere")
+            missing, position, ensemble = improving
+            changed.append(position)
+            explain["fallbacks"].append(f"position {position}: replaced by {ensemble[position]}; "
+                                        "the ensemble is closer to adhering but still fails")
+        explain["fallbacks"].append("no replacement makes the ensemble adhere")
         return PlacementResult([], Adherence.FAIL, explain=explain)
 
     # -- reads (spec §2.3) ------------------------------------------------------------------------

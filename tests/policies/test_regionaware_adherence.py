@@ -1,0 +1,170 @@
+"""The region-aware adherence rule and its repair (apache/bookkeeper#1898: BookKeeper's check is a stub
+that always answers MEETS_STRICT; this project implements the rule documented in
+docs/policies-regionaware.md)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from policies import Adherence
+
+from .test_regionaware_support import grid, make_policy
+
+# Regions a, b, c with racks r0..r2 and two bookies per rack: "a-1-0:3181" is region a, rack /a/r1.
+CLUSTER = grid({"a": 3, "b": 3, "c": 3}, bookies_per_rack=2)
+DURABLE = {"reppRegionsToWrite": "a;b;c", "reppMinimumRegionsForDurability": 2}
+
+
+def b(name: str) -> str:
+    """`a10` -> `a-1-0:3181` (region a, rack 1, bookie 0)."""
+    return f"{name[0]}-{name[1]}-{name[2]}:3181"
+
+
+def ids(*names: str) -> list[str]:
+    return [b(n) for n in names]
+
+
+def test_an_empty_ensemble_fails():
+    policy, _ = make_policy(CLUSTER)
+    assert policy.is_ensemble_adhering([], 2, 2) == Adherence.FAIL
+
+
+def test_bookkeeper_would_say_strict_where_a_write_set_sits_in_one_rack():
+    """(a) racks: two replicas in one rack fail, whatever the regions (Java's stub says MEETS_STRICT)."""
+    policy, _ = make_policy(CLUSTER)
+    assert policy.is_ensemble_adhering(ids("a00", "a01", "b00"), 2, 2) == Adherence.FAIL
+    assert policy.is_ensemble_adhering(ids("a00", "b00", "c00"), 2, 2) == Adherence.MEETS_STRICT
+
+
+def test_members_that_are_not_writable_do_not_count():
+    policy, _ = make_policy(CLUSTER)
+    ensemble = ids("a00", "b00")
+    assert policy.is_ensemble_adhering(ensemble, 2, 2) == Adherence.MEETS_STRICT
+    policy.on_cluster_changed(sorted(set(CLUSTER) - {b("b00")}), [b("b00")])
+    assert policy.is_ensemble_adhering(ensemble, 2, 2) == Adherence.FAIL
+
+
+def test_default_location_member_fails_only_when_racks_are_enforced():
+    bookies = dict(CLUSTER, **{"d1:3181": "/default-region/default-rack"})
+    ensemble = [b("a00"), "d1:3181", b("b00")]
+    relaxed, _ = make_policy(bookies)
+    assert relaxed.is_ensemble_adhering(ensemble, 3, 2) == Adherence.MEETS_STRICT  # UnknownRegion is a region
+    enforced, _ = make_policy(bookies, enforceMinNumRacksPerWriteQuorum="true")
+    assert enforced.is_ensemble_adhering(ensemble, 3, 2) == Adherence.FAIL
+
+
+@pytest.mark.parametrize("names, ack, expected", [
+    (("a00", "a10", "b00"), 3, Adherence.MEETS_STRICT),  # 2 copies in a: losing a leaves 1, an ack needs 3
+    (("a00", "a10", "b00"), 2, Adherence.FAIL),          # region a alone could acknowledge
+    (("a00", "a10", "a20"), 3, Adherence.FAIL),          # one region
+    (("a00", "b00", "c00"), 2, Adherence.MEETS_STRICT),
+])
+def test_durability_every_acknowledged_entry_spans_the_minimum_regions(names, ack, expected):
+    policy, _ = make_policy(CLUSTER, **DURABLE)
+    assert policy.is_ensemble_adhering(ids(*names), 3, ack) == expected
+
+
+def test_durability_with_three_regions_counts_the_worst_two():
+    policy, _ = make_policy(CLUSTER, reppRegionsToWrite="a;b;c", reppMinimumRegionsForDurability=3)
+    ensemble = ids("a00", "a10", "b00", "b10", "c00")
+    assert policy.is_ensemble_adhering(ensemble, 5, 5) == Adherence.MEETS_STRICT  # a+b hold 4 < 5
+    assert policy.is_ensemble_adhering(ensemble, 5, 4) == Adherence.FAIL
+
+
+def test_disabled_durability_leaves_only_the_soft_region_spread():
+    features = {"repp_disable_durability_enforcement": 1}
+    policy, _ = make_policy(CLUSTER, features=features, **DURABLE)
+    assert policy.is_ensemble_adhering(ids("a00", "a10", "a20"), 3, 3) == Adherence.MEETS_SOFT
+    features["repp_disable_durability_enforcement"] = 0
+    assert policy.is_ensemble_adhering(ids("a00", "a10", "a20"), 3, 3) == Adherence.FAIL
+
+
+def test_write_sets_in_one_region_are_soft_without_durability():
+    policy, _ = make_policy(CLUSTER)
+    ensemble = ids("a00", "a10", "b00", "b10")  # write sets [a, a] and [b, b] stay in one region
+    assert policy.is_ensemble_adhering(ensemble, 2, 2) == Adherence.MEETS_SOFT
+    assert policy.is_ensemble_adhering(ids("a00", "b00", "a10", "b10"), 2, 2) == Adherence.MEETS_STRICT
+
+
+def test_one_populated_region_or_one_rack_per_quorum_asks_for_no_spread():
+    single, _ = make_policy(grid({"a": 3}))
+    assert single.is_ensemble_adhering(ids("a00", "a10", "a20"), 2, 2) == Adherence.MEETS_STRICT
+    lenient, _ = make_policy(CLUSTER, minNumRacksPerWriteQuorum=1)
+    assert lenient.is_ensemble_adhering(ids("a00", "a01", "a10"), 2, 2) == Adherence.MEETS_STRICT
+
+
+def test_new_ensemble_reports_the_same_adherence_as_the_check():
+    for conf in ({}, DURABLE):
+        policy, _ = make_policy(CLUSTER, **conf)
+        for seed in range(20):
+            for sizes in ((3, 3, 3), (6, 6, 4), (5, 3, 3)):
+                placed = policy.new_ensemble(*sizes, rng=random.Random(seed))
+                assert placed.adherence == policy.is_ensemble_adhering(placed.ensemble, sizes[1], sizes[2])
+
+
+def test_acknowledgements_need_enough_racks():
+    policy, _ = make_policy(CLUSTER)
+    assert policy.are_acked_bookies_adhering(ids("a00", "a10"), 3, 2)
+    assert not policy.are_acked_bookies_adhering(ids("a00", "a01"), 3, 2)
+    assert not policy.are_acked_bookies_adhering(ids("a00") + ["gone:3181"], 3, 2)
+
+
+# -- replace_to_adhere -------------------------------------------------------------------------------
+
+def changed_positions(before: list[str], after: list[str]) -> list[int]:
+    return [i for i, (x, y) in enumerate(zip(before, after)) if x != y]
+
+
+@pytest.mark.parametrize("ensemble, expected", [
+    (ids("a00", "b00", "c00"), Adherence.MEETS_STRICT),
+    (ids("a00", "a10", "b00", "b10"), Adherence.MEETS_SOFT),
+])
+def test_an_adhering_ensemble_is_returned_unchanged(ensemble, expected):
+    policy, _ = make_policy(CLUSTER)
+    result = policy.replace_to_adhere(len(ensemble), 2, 2, (), ensemble)
+    assert (result.ensemble, result.adherence) == (ensemble, expected)
+
+
+def test_one_replacement_repairs_a_shared_rack():
+    policy, mapping = make_policy(CLUSTER)
+    broken = ids("a00", "a01", "b00", "c00")
+    result = policy.replace_to_adhere(4, 2, 2, (), broken, rng=random.Random(1))
+    assert result.adherence == Adherence.MEETS_STRICT
+    assert changed_positions(broken, result.ensemble) in ([0], [1])
+    assert policy.is_ensemble_adhering(result.ensemble, 2, 2) == Adherence.MEETS_STRICT
+
+
+def test_durability_is_repaired_across_regions():
+    policy, mapping = make_policy(CLUSTER, **DURABLE)
+    broken = ids("a00", "a10", "a20")
+    result = policy.replace_to_adhere(3, 3, 3, (), broken, rng=random.Random(2))
+    assert result.adherence == Adherence.MEETS_STRICT
+    assert len(changed_positions(broken, result.ensemble)) == 1
+    assert result.explain["replaced"]
+
+
+def test_several_replacements_when_one_is_not_enough():
+    policy, _ = make_policy(grid({"a": 3, "b": 3}, bookies_per_rack=3), minNumRacksPerWriteQuorum=3)
+    broken = ids("a00", "a01", "a02")  # one rack; three racks are needed
+    result = policy.replace_to_adhere(3, 3, 3, (), broken, rng=random.Random(3))
+    assert result.adherence != Adherence.FAIL
+    assert len(changed_positions(broken, result.ensemble)) == 2
+    assert len({policy.known[x] for x in result.ensemble}) == 3
+
+
+def test_exclusions_are_respected_while_repairing():
+    policy, _ = make_policy(CLUSTER)
+    broken = ids("a00", "a01", "b00", "c00")
+    banned = set(CLUSTER) - set(broken) - {b("c10")}
+    result = policy.replace_to_adhere(4, 2, 2, banned, broken, rng=random.Random(4))
+    assert b("c10") in result.ensemble
+    assert result.adherence != Adherence.FAIL
+
+
+def test_an_ensemble_that_cannot_be_repaired_fails_with_no_ensemble():
+    policy, _ = make_policy(grid({"a": 1}, bookies_per_rack=3))
+    result = policy.replace_to_adhere(2, 2, 2, (), ids("a00", "a01"))
+    assert (result.ensemble, result.adherence) == ([], Adherence.FAIL)
+    assert result.explain["fallbacks"][-1] == "no replacement makes the ensemble adhere"
