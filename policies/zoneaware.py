@@ -82,15 +82,23 @@ class _Rack:
 
 
 class _ZoneIndex:
-    """Bookies grouped by location, flattened once so that a union of racks is a cheap `LeafView`."""
+    """Bookies grouped by location, flattened once so that a union of racks is a cheap `LeafView`.
 
-    __slots__ = ("flat", "racks", "rack_of", "default_bookies", "strict_racks")
+    Placement describes a slot's candidates by the racks it must *avoid* (a few zones and upgrade
+    domains around the slot); `gaps(cut)` turns that into ranges of the flat list, so the cost
+    grows with the avoided racks, not with the cluster.
+    """
+
+    __slots__ = ("flat", "racks", "rack_of", "sizes", "default_bookies", "default_racks", "default_size",
+                 "top_racks", "zone_ud_racks")
 
     def __init__(self, members: Mapping[str, Sequence[str]]) -> None:
         flat: list[str] = []
         racks: list[_Rack] = []
         rack_of: dict[str, int] = {}
         default_bookies: list[str] = []
+        top_racks: dict[str, list[int]] = {}
+        zone_ud_racks: dict[ZoneUD, list[int]] = {}
         for location in sorted(members):
             bookies = sorted(members[location])
             if not bookies:
@@ -98,12 +106,15 @@ class _ZoneIndex:
             parts = components(location)
             zone, upgrade_domain = parse_zone_location(location)
             in_default = is_under(location, DEFAULT_ZONE_AND_UPGRADEDOMAIN)
+            top = "/" + parts[0] if parts else ""
+            number = len(racks)
             start = len(flat)
             flat.extend(bookies)
             for bookie in bookies:
-                rack_of[bookie] = len(racks)
-            racks.append(_Rack(location, "/" + parts[0] if parts else "", zone, upgrade_domain,
-                               start, len(flat), in_default))
+                rack_of[bookie] = number
+            racks.append(_Rack(location, top, zone, upgrade_domain, start, len(flat), in_default))
+            top_racks.setdefault(top, []).append(number)
+            zone_ud_racks.setdefault((zone, upgrade_domain), []).append(number)
             if in_default:
                 default_bookies.extend(bookies)
         self.flat = flat
@@ -111,7 +122,25 @@ class _ZoneIndex:
         self.rack_of = rack_of
         self.default_bookies = tuple(sorted(default_bookies))
         # Strict mode never chooses bookies of the default fault domain (spec §3.3).
-        self.strict_racks = tuple(r for r, rack in enumerate(racks) if not rack.in_default)
+        self.default_racks = frozenset(r for r, rack in enumerate(racks) if rack.in_default)
+        self.sizes = [rack.end - rack.start for rack in racks]
+        self.default_size = sum(self.sizes[r] for r in self.default_racks)
+        self.top_racks = {top: tuple(numbers) for top, numbers in top_racks.items()}
+        self.zone_ud_racks = {key: tuple(numbers) for key, numbers in zone_ud_racks.items()}
+
+    def gaps(self, cut: Iterable[int]) -> list[tuple[int, int]]:
+        """Ranges of the flat list outside the racks `cut` (racks are contiguous and in order)."""
+        ranges: list[tuple[int, int]] = []
+        position = 0
+        racks = self.racks
+        for r in sorted(cut):
+            start = racks[r].start
+            if start > position:
+                ranges.append((position, start))
+            position = racks[r].end
+        if position < len(self.flat):
+            ranges.append((position, len(self.flat)))
+        return ranges
 
     @classmethod
     def of(cls, topology: NetworkTopology, extra: Mapping[str, str] | None = None) -> _ZoneIndex:
@@ -196,8 +225,7 @@ class _Fill:
         excluded: bookies that must not be chosen (callers', chosen, current ensemble).
     """
 
-    __slots__ = ("index", "ensemble", "slots", "excluded", "excluded_per_rack", "eligible", "rng",
-                 "fallbacks")
+    __slots__ = ("index", "ensemble", "slots", "excluded", "excluded_racks", "rng", "fallbacks")
 
     def __init__(self, index: _ZoneIndex, ensemble: list[str | None], slots: list[ZoneUD | None],
                  excluded: set[str], rng: random.Random) -> None:
@@ -206,19 +234,30 @@ class _Fill:
         self.ensemble = ensemble
         self.slots = slots
         self.excluded = excluded
-        per_rack: dict[int, int] = {}
-        for bookie in excluded:
-            rack = index.rack_of.get(bookie)
-            if rack is not None:
-                per_rack[rack] = per_rack.get(rack, 0) + 1
-        self.excluded_per_rack = per_rack
-        self.eligible = index.strict_racks
+        rack_of = index.rack_of
+        # The rack of every excluded bookie that the index holds (one entry per bookie).
+        self.excluded_racks = [rack_of[b] for b in excluded if b in rack_of]
         self.fallbacks: list[str] = []
 
-    def available(self, racks: Iterable[int]) -> int:
-        index_racks = self.index.racks
-        per_rack = self.excluded_per_rack
-        return sum(index_racks[r].end - index_racks[r].start - per_rack.get(r, 0) for r in racks)
+    def available(self, cut: set[int], cut_size: int) -> int:
+        """Bookies outside the racks `cut` (holding `cut_size` bookies) that are not excluded.
+
+        Cost: O(excluded bookies).
+        """
+        outside = len(self.index.flat) - cut_size
+        for r in self.excluded_racks:
+            if r not in cut:
+                outside -= 1
+        return outside
+
+    def widen(self, cut: set[int], cut_size: int, racks: Iterable[int]) -> int:
+        """Add `racks` to `cut` (in place); return the new number of bookies in it."""
+        sizes = self.index.sizes
+        for r in racks:
+            if r not in cut:
+                cut.add(r)
+                cut_size += sizes[r]
+        return cut_size
 
     def take(self, position: int, bookie: str) -> None:
         rack = self.index.rack_of[bookie]
@@ -226,7 +265,7 @@ class _Fill:
         self.ensemble[position] = bookie
         self.slots[position] = (entry.zone, entry.upgrade_domain)
         self.excluded.add(bookie)
-        self.excluded_per_rack[rack] = self.excluded_per_rack.get(rack, 0) + 1
+        self.excluded_racks.append(rack)
 
 
 # -- the policy ---------------------------------------------------------------------------------
@@ -409,8 +448,9 @@ class ZoneawarePolicy(TopologyAwarePolicy):
             self._fill(fill, position, write_quorum, desired)
         chosen = [b for b in ensemble if b is not None]
         explain = self._explain(notes + fill.fallbacks, exclude, index)
-        return PlacementResult(chosen, self.is_ensemble_adhering(chosen, write_quorum, ack_quorum),
-                               explain=explain)
+        # The size rules of §3.6 were checked on entry; only the write quorums remain to be judged.
+        adherence = self._adherence(fill.slots, write_quorum) if chosen else Adherence.FAIL
+        return PlacementResult(chosen, adherence, explain=explain)
 
     def _draw_randomly(self, index: _ZoneIndex, count: int, exclude: set[str], rng: random.Random,
                        what: str) -> list[str]:
@@ -444,13 +484,13 @@ class ZoneawarePolicy(TopologyAwarePolicy):
 
     def _fill(self, fill: _Fill, position: int, write_quorum: int, desired: int) -> str:
         """Choose the bookie for `position` (BookKeeper `setBookieInTheEnsemble`, spec §3.4)."""
-        racks: list[int] = []
+        cut: set[int] | None = None
         # 1. keep the zones of the D-1 nearest neighbours on each side distinct, then fewer, down to
         #    minZones-1 neighbours.
         for neighbours in range(desired - 1, self.min_zones - 2, -1):
             zones = self._neighbour_zones(fill, position, neighbours)
-            racks = self._candidates(fill, position, write_quorum, zones)
-            if racks:
+            cut = self._candidates(fill, position, write_quorum, zones)
+            if cut is not None:
                 if neighbours < desired - 1:
                     fill.fallbacks.append(
                         f"position {position}: could not spread {desired} zones around it "
@@ -460,23 +500,29 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         # BK bug fixed: with write_quorum < minNumZonesPerWriteQuorum (reachable only through strict
         # replace_bookie) the loop above never runs and Java dereferences null; here the
         # minimum-zones rule below decides.
-        if not racks:
+        if cut is None:
             # 2. only keep each write quorum containing `position` at minNumZonesPerWriteQuorum zones.
             zones = self._zones_to_keep_min(fill, position, write_quorum)
-            racks = self._candidates(fill, position, write_quorum, zones)
-            if racks:
+            cut = self._candidates(fill, position, write_quorum, zones)
+            if cut is not None:
                 fill.fallbacks.append(
                     f"position {position}: fell back to minNumZonesPerWriteQuorum={self.min_zones} zones "
                     "per write quorum")
-        if not racks:
+        if cut is None:
             raise NotEnoughBookiesError(self._fill_failure(fill, position, write_quorum))
-        ranges = [(fill.index.racks[r].start, fill.index.racks[r].end) for r in racks]
-        bookie = self._pick(fill.rng, LeafView(fill.index.flat, ranges), fill.excluded)
+        view = LeafView(fill.index.flat, fill.index.gaps(cut))
+        bookie = self._pick(fill.rng, view, fill.excluded)
         fill.take(position, bookie)
         return bookie
 
     def _fill_failure(self, fill: _Fill, position: int, write_quorum: int) -> str:
-        zones = sorted({fill.index.racks[r].zone for r in fill.eligible if fill.available((r,)) > 0})
+        index = fill.index
+        excluded_per_rack: dict[int, int] = {}
+        for r in fill.excluded_racks:
+            excluded_per_rack[r] = excluded_per_rack.get(r, 0) + 1
+        zones = sorted({rack.zone for r, rack in enumerate(index.racks)
+                        if r not in index.default_racks
+                        and rack.end - rack.start > excluded_per_rack.get(r, 0)})
         size = len(fill.ensemble)
         return (f"cannot fill position {position} of ensemble_size={size} write_quorum={write_quorum} under "
                 f"enforceStrictZoneawarePlacement: no eligible bookie keeps minNumZonesPerWriteQuorum="
@@ -508,44 +554,56 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         return zones
 
     @staticmethod
-    def _candidates(fill: _Fill, position: int, write_quorum: int, zones: set[str]) -> list[int]:
-        """Racks holding an acceptable bookie for `position` when avoiding `zones` (spec §3.4 `candidates`).
+    def _candidates(fill: _Fill, position: int, write_quorum: int, zones: set[str]) -> set[int] | None:
+        """The racks to avoid for `position` when avoiding `zones`, or None when nothing is left
+        (spec §3.4 `candidates`).
 
         First prefer an upgrade domain unused by any same-zone bookie that can share a write quorum
         with this slot; failing that, only refuse a UD that is the sole UD of its zone in some write
         quorum containing the slot (so two bookies of a zone in a quorum span two UDs).
         """
-        racks = fill.index.racks
-        outside = [r for r in fill.eligible if racks[r].top not in zones]
-        if not outside or fill.available(outside) == 0:
-            return []
+        index = fill.index
+        cut = set(index.default_racks)
+        top_racks = index.top_racks
+        cut_size = index.default_size
+        for zone in zones:
+            cut_size = fill.widen(cut, cut_size, top_racks.get(zone, ()))
+        if fill.available(cut, cut_size) == 0:
+            return None
         size = len(fill.slots)
-        used: dict[str, set[str]] = {}
+        slots = fill.slots
+        used: set[ZoneUD] = set()
         for offset in range(1, write_quorum):
             for slot in ((position - offset) % size, (position + offset) % size):
-                located = fill.slots[slot] if slot != position else None
-                if located is not None:
-                    used.setdefault(located[0], set()).add(located[1])
-        chosen = [r for r in outside if racks[r].upgrade_domain not in used.get(racks[r].zone, ())]
-        if chosen and fill.available(chosen) > 0:
-            return chosen
-        single: dict[str, set[str]] = {}
+                if slot != position:
+                    located = slots[slot]
+                    if located is not None:
+                        used.add(located)
+        zone_ud_racks = index.zone_ud_racks
+        unique = set(cut)
+        unique_size = cut_size
+        for pair in used:
+            unique_size = fill.widen(unique, unique_size, zone_ud_racks.get(pair, ()))
+        if fill.available(unique, unique_size) > 0:
+            return unique
+        single: set[ZoneUD] = set()
         for quorum in _quorums_around(size, position, write_quorum):
             per_zone: dict[str, set[str]] = {}
             for slot in quorum:
-                located = fill.slots[slot]
+                located = slots[slot]
                 if located is not None:
                     per_zone.setdefault(located[0], set()).add(located[1])
             for zone, domains in per_zone.items():
                 if len(domains) == 1:
-                    single.setdefault(zone, set()).update(domains)
-        chosen = [r for r in outside if racks[r].upgrade_domain not in single.get(racks[r].zone, ())]
-        if chosen and fill.available(chosen) > 0:
+                    single.add((zone, next(iter(domains))))
+        for pair in single:
+            cut_size = fill.widen(cut, cut_size, zone_ud_racks.get(pair, ()))
+        if fill.available(cut, cut_size) > 0:
             fill.fallbacks.append(
                 f"position {position}: no bookie in an unused upgrade domain of its zone; allowed a shared "
                 "upgrade domain while keeping two per zone in each write quorum")
-            return chosen
-        return []
+            return cut
+        return None
 
     # -- replace_bookie: spec §3.5 ----------------------------------------------------------------
 
@@ -612,25 +670,32 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         size = len(ensemble)
         if size == 0 or write_quorum < 1 or size % write_quorum != 0 or write_quorum <= self.min_zones:
             return Adherence.FAIL
+        return self._adherence([self.zone_of(b) for b in ensemble], write_quorum)
+
+    def _adherence(self, located: Sequence[ZoneUD | None], write_quorum: int) -> Adherence:
+        """§3.6 step 2 over the (zone, UD) of each position (the size checks are done). Cost: O(E x W)."""
+        size = len(located)
         desired = min(write_quorum, self.desired_zones)
-        located = [self.zone_of(b) for b in ensemble]
+        min_zones = self.min_zones
+        if None in located or UNRESOLVED in located:
+            return Adherence.FAIL
         result = Adherence.MEETS_STRICT
+        doubled = list(located) * (write_quorum // size + 2)
         for start in range(size):
-            zone_domains: dict[str, set[str]] = {}
-            zone_count: dict[str, int] = {}
-            for j in range(write_quorum):
-                zone_ud = located[(start + j) % size]
-                if zone_ud == UNRESOLVED:
-                    return Adherence.FAIL
-                zone, domain = zone_ud
-                zone_domains.setdefault(zone, set()).add(domain)
-                zone_count[zone] = zone_count.get(zone, 0) + 1
-            if len(zone_count) < self.min_zones:
+            window: list[ZoneUD] = doubled[start:start + write_quorum]  # type: ignore[assignment]
+            zones = {zone for zone, _ in window}
+            if len(zones) < min_zones:
                 return Adherence.FAIL
-            for zone, count in zone_count.items():
-                if count > 1 and len(zone_domains[zone]) < 2:
+            if len(zones) < len(window):
+                # UD rule: a zone with two or more members needs two or more upgrade domains.
+                domains: dict[str, set[str]] = {}
+                count: dict[str, int] = {}
+                for zone, domain in window:
+                    domains.setdefault(zone, set()).add(domain)
+                    count[zone] = count.get(zone, 0) + 1
+                if any(count[zone] > 1 and len(uds) < 2 for zone, uds in domains.items()):
                     return Adherence.FAIL
-            if len(zone_count) < desired:
+            if len(zones) < desired:
                 result = Adherence.MEETS_SOFT
         return result
 
