@@ -30,8 +30,10 @@ Costs: every event is O(1) dict work plus at most one policy call; membership ca
 the current sets (the policy's `on_cluster_changed` is a snapshot API and costs O(bookies)). Two
 whole-map updates are deferred until a request needs them, which is exact because nothing else reads
 them: the disk map (`update_bookie_info`, weights are read only by placement) and rack info
-(`update_rack_info`, read for group membership at placement, and for locations only by bookies that
-have no mapping entry: while any such bookie is writable, rack info is handed over at once).
+(`update_rack_info`, read for group membership at placement, and for locations only when the policy
+resolves a bookie that has no mapping entry: it is handed over before such a join, retry or rack
+change). Pulsar notifies a rack-info change to the bookies rack info lists, all of which have a
+mapping entry here, so the deferred notification changes no location.
 """
 
 from __future__ import annotations
@@ -125,7 +127,6 @@ class ClusterModel:
         self.join_failures: dict[str, str] = {}
         self.rack_info_stale = False
         self.disk_stale = False
-        self._unmapped_writable = 0
         self._pending_heap: list[tuple[float, str, float]] = []
         self._history_heap: list[tuple[int, str, int]] = []
         self._flap_heap: list[tuple[int, str, int]] = []
@@ -291,7 +292,6 @@ class ClusterModel:
             self._present(bookie)
         self.writable = new_writable
         self.readonly = new_readonly
-        self._unmapped_writable = sum(1 for bookie in new_writable if bookie not in self.mapping)
         self.version += 1
         return alerts + self._cluster_changed(sorted(new_writable - old_writable))
 
@@ -328,13 +328,9 @@ class ClusterModel:
 
     def _add_writable(self, bookie: str) -> None:
         self.writable.add(bookie)
-        if bookie not in self.mapping:
-            self._unmapped_writable += 1
 
     def _remove_writable(self, bookie: str) -> None:
         self.writable.discard(bookie)
-        if bookie not in self.mapping:
-            self._unmapped_writable -= 1
 
     def _present(self, bookie: str) -> None:
         if self.absent_since.pop(bookie, None) is not None:
@@ -390,7 +386,7 @@ class ClusterModel:
 
     def _cluster_changed(self, joined: Iterable[str]) -> list[Output]:
         """Hand the current membership to the policy (one call) and report new join failures."""
-        if self.rack_info_stale and self._unmapped_writable:
+        if self.rack_info_stale and self._resolves_through_rack_info(joined):
             self.flush_rack_info()
         self.policy.on_cluster_changed(self.writable, self.readonly)
         known = getattr(self.policy, "known", None)
@@ -400,6 +396,14 @@ class ClusterModel:
         if self.placement.disk_weighted:
             self.disk_stale = True           # joined bookies get their reported disk at the next request
         return self._join_failure_alerts()
+
+    def _resolves_through_rack_info(self, joined: Iterable[str]) -> bool:
+        """Whether the policy will resolve a bookie that has no mapping entry (a joiner or a retry)."""
+        mapping = self.mapping
+        if any(bookie not in mapping for bookie in joined):
+            return True
+        failures = getattr(self.policy, "join_failures", None) or {}
+        return any(bookie not in mapping for bookie in failures)
 
     def _join_failure_alerts(self) -> list[Output]:
         current = getattr(self.policy, "join_failures", None) or {}
@@ -468,31 +472,33 @@ class ClusterModel:
             return False
         if entry is None:
             del self.mapping[bookie]
-            if bookie in self.writable:
-                self._unmapped_writable += 1
         else:
             self.mapping[bookie] = entry
-            if old is None and bookie in self.writable:
-                self._unmapped_writable -= 1
         return True
 
     def _locations_changed(self, bookie: str, mapping_changed: bool, rack_changed: bool) -> list[Output]:
-        """Tell the policy (spec §2.5): the rack-change callback applies at once to writable bookies."""
+        """Tell the policy (spec §2.5): the rack-change callback applies at once to writable bookies.
+
+        Rack info is handed over lazily (see the module docstring). A writable bookie whose join had
+        failed is retried at once (BookKeeper would retry it at the next membership change).
+        """
         if rack_changed:
-            if self._unmapped_writable:
-                self.flush_rack_info()
-            else:
-                self.rack_info_stale = True
-        if mapping_changed:
-            affected = [bookie] if bookie in self.writable else []
-            if ":" not in bookie:
-                # A mapping key without a port is also a host: unmapped bookies on it resolve through it.
-                affected += sorted(w for w in self.writable
-                                   if w != bookie and w not in self.mapping and host_of(w) == bookie)
-            if affected:
-                if self.rack_info_stale and self._unmapped_writable:
-                    self.flush_rack_info()
-                self.policy.on_bookie_rack_change(affected)
+            self.rack_info_stale = True
+        if not mapping_changed:
+            return []
+        affected = [bookie] if bookie in self.writable else []
+        if ":" not in bookie:
+            # A mapping key without a port is also a host: unmapped bookies on it resolve through it.
+            affected += sorted(w for w in self.writable
+                               if w != bookie and w not in self.mapping and host_of(w) == bookie)
+        if not affected:
+            return []
+        if self.rack_info_stale and any(b not in self.mapping for b in affected):
+            self.flush_rack_info()
+        known = getattr(self.policy, "known", None)
+        if known is not None and any(b not in known for b in affected):
+            return self._cluster_changed(())
+        self.policy.on_bookie_rack_change(affected)
         return self._join_failure_alerts()
 
     def location_of(self, bookie: str) -> str | None:
@@ -555,10 +561,6 @@ class ClusterModel:
         for bookie in set(self.pending) & writable:
             assert bookie not in known, f"pending leave of {bookie}, which is writable and known"
         assert self.clock_ms >= 0 and self.version >= 0 and self.late_records >= 0
-        unmapped = sum(1 for bookie in writable if bookie not in self.mapping)
-        assert self._unmapped_writable == unmapped, f"unmapped count {self._unmapped_writable} != {unmapped}"
-        if self.rack_info_stale:
-            assert unmapped == 0, "rack info deferred while a writable bookie resolves through it"
         expected_mapping = {}
         expected_racks: dict[str, dict[str, dict[str, Any]]] = {}
         for bookie, facts in self.facts.items():

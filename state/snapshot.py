@@ -135,7 +135,6 @@ def from_document(document: dict[str, Any], conf: Mapping[str, Any],
     # Facts first: they determine the mapping and the rack info the policy reads (same dict objects).
     for bookie, (location, hostname, group, pinned) in document["facts"].items():
         model._set_facts(bookie, BookieFacts(location, hostname, group, bool(pinned)))  # noqa: SLF001
-    model._unmapped_writable = sum(1 for b in model.writable if b not in model.mapping)  # noqa: SLF001
     model.policy = model.new_policy()
     if document["policy"] == model.policy_name:
         model.policy.import_state(document["policy_state"])

@@ -1,0 +1,133 @@
+"""Record builders and a step runner for the state tests (pure, no Spark).
+
+Records are built directly as the frozen dataclasses `events.parse_record` returns; `raw()` goes
+through the parser when a test needs the real boundary (dead letters).
+"""
+
+from __future__ import annotations
+
+import json
+
+from events.dead_letter import DeadLetter
+from events.model import (
+    BookieDisk,
+    BookieLocation,
+    BookieLost,
+    BookieReadonly,
+    BookieReplace,
+    BookieWritable,
+    ClusterView,
+    EnsembleCheck,
+    FeatureSet,
+    LedgerCreate,
+    Origin,
+)
+from events.parse import parse_record
+from state import ModelSettings, step
+from state.outputs import ALERT, DEAD_LETTER, DECISION
+
+CLUSTER = "c1"
+T0 = 1_700_000_000_000  # a fixed epoch-ms origin; tests count from here
+
+RACKAWARE = {"ensemblePlacementPolicy": "rackaware"}
+
+
+def writable(t, bookie, location=None, *, hostname=None, group=None, cluster=CLUSTER):
+    return BookieWritable(cluster=cluster, time_ms=T0 + t, bookie=bookie, location=location, hostname=hostname,
+                          group=group)
+
+
+def readonly(t, bookie, *, cluster=CLUSTER):
+    return BookieReadonly(cluster=cluster, time_ms=T0 + t, bookie=bookie)
+
+
+def lost(t, bookie, *, cluster=CLUSTER):
+    return BookieLost(cluster=cluster, time_ms=T0 + t, bookie=bookie)
+
+
+def location(t, bookie, loc, *, hostname=None, group=None, cluster=CLUSTER):
+    return BookieLocation(cluster=cluster, time_ms=T0 + t, bookie=bookie, location=loc, hostname=hostname,
+                          group=group)
+
+
+def disk(t, bookie, free, total=None, *, cluster=CLUSTER):
+    return BookieDisk(cluster=cluster, time_ms=T0 + t, bookie=bookie, free_disk=free,
+                      total_disk=free if total is None else total)
+
+
+def view(t, writable_bookies, readonly_bookies=(), *, cluster=CLUSTER):
+    return ClusterView(cluster=cluster, time_ms=T0 + t, writable=tuple(writable_bookies),
+                       readonly=tuple(readonly_bookies))
+
+
+def feature(t, name, value, *, cluster=CLUSTER):
+    return FeatureSet(cluster=cluster, time_ms=T0 + t, name=name, value=value)
+
+
+def create(t, request_id, ensemble_size=3, write_quorum=2, ack_quorum=2, *, exclude=(), metadata=(),
+           ledger_id=None, cluster=CLUSTER):
+    return LedgerCreate(cluster=cluster, time_ms=T0 + t, request_id=request_id, ledger_id=ledger_id,
+                        ensemble_size=ensemble_size, write_quorum=write_quorum, ack_quorum=ack_quorum,
+                        custom_metadata=tuple(metadata), exclude=frozenset(exclude))
+
+
+def replace(t, request_id, ensemble, bookie, write_quorum=2, ack_quorum=2, *, exclude=(), cluster=CLUSTER):
+    return BookieReplace(cluster=cluster, time_ms=T0 + t, request_id=request_id, ensemble=tuple(ensemble),
+                         bookie=bookie, write_quorum=write_quorum, ack_quorum=ack_quorum, exclude=frozenset(exclude))
+
+
+def check(t, request_id, ensemble, write_quorum=2, ack_quorum=2, *, ledger_id=1, cluster=CLUSTER):
+    return EnsembleCheck(cluster=cluster, time_ms=T0 + t, request_id=request_id, ledger_id=ledger_id,
+                         ensemble=tuple(ensemble), write_quorum=write_quorum, ack_quorum=ack_quorum)
+
+
+def raw(obj_or_text, line=1):
+    """Parse a record through the real boundary (a dict is dumped to JSON first)."""
+    text = obj_or_text if isinstance(obj_or_text, (str, bytes)) else json.dumps(obj_or_text)
+    return parse_record(text, Origin.from_file("events.jsonl", line))
+
+
+def racks(spec):
+    """`{"/r1": ["a", "b"], ...}` -> writable events at t=0 (bookie ids get `:3181`)."""
+    return [writable(0, f"{name}:3181", rack) for rack, names in spec.items() for name in names]
+
+
+class Runner:
+    """Feeds a model batch by batch and checks its invariants after every step (STYLE R13)."""
+
+    def __init__(self, conf=None, *, cluster=CLUSTER, shard=0, shards=1):
+        self.conf = dict(RACKAWARE if conf is None else conf)
+        self.settings = ModelSettings.from_conf(self.conf)
+        self.cluster = cluster
+        self.shard = shard
+        self.shards = shards
+        self.model = None
+        self.outputs = []
+
+    def run(self, *items):
+        result = step(self.model, self.cluster, list(items), self.settings, self.conf, shard=self.shard,
+                      shards=self.shards)
+        self.model = result.model
+        if self.model is not None:
+            self.model.check_invariants()
+        self.outputs.extend(result.outputs)
+        return result.outputs
+
+    def decisions(self, produced=None):
+        return [o.payload for o in (self.outputs if produced is None else produced) if o.kind == DECISION]
+
+    def decision(self, request_id):
+        found = [d for d in self.decisions() if d["request_id"] == request_id]
+        assert len(found) == 1, f"expected one decision for {request_id}, got {found}"
+        return found[0]
+
+    def alerts(self, alert_type=None, produced=None):
+        return [o.payload for o in (self.outputs if produced is None else produced)
+                if o.kind == ALERT and (alert_type is None or o.payload["type"] == alert_type)]
+
+    def dead_letters(self, produced=None):
+        return [o.payload for o in (self.outputs if produced is None else produced) if o.kind == DEAD_LETTER]
+
+
+def is_dead_letter(item):
+    return isinstance(item, DeadLetter)

@@ -1,0 +1,138 @@
+"""Locations, rack info and isolation groups (CONTRACT §1 resolver/rack_info, §2 bookie_location;
+spec bookkeeper-rackaware.md §1.4, §2.5)."""
+
+from tests.state.helpers import T0, Runner, create, location, lost, writable
+from state.outputs import ALERT_JOIN_FAILED
+
+A, B, C = "a:3181", "b:3181", "c:3181"
+
+
+def known(runner):
+    return dict(runner.model.policy.known)
+
+
+def test_writable_with_location_sets_it_and_without_keeps_it():
+    runner = Runner()
+    runner.run(writable(0, A, "/r1"), writable(0, B))
+    assert known(runner) == {A: "/r1", B: "/default-rack"}, "no location of its own: the policy's default"
+    runner.run(lost(1, A), writable(2, A))
+    assert known(runner)[A] == "/r1", "rejoin without location keeps the earlier one"
+    runner.run(lost(3, A), writable(4, A, "/r7"))
+    assert known(runner)[A] == "/r7"
+
+
+def test_writable_with_a_new_location_moves_an_already_writable_bookie():
+    runner = Runner()
+    runner.run(writable(0, A, "/r1"), writable(1, A, "/r2"))
+    assert known(runner)[A] == "/r2"
+
+
+def test_bookie_location_applies_at_once_to_a_writable_bookie():
+    runner = Runner()
+    runner.run(writable(0, A, "/r1"), writable(0, B, "/r2"))
+    version = runner.model.version
+    runner.run(location(5, A, "/r3"))
+    assert known(runner)[A] == "/r3"
+    assert runner.model.version == version + 1
+
+
+def test_bookie_location_before_the_bookie_joins_is_used_when_it_joins():
+    runner = Runner()
+    runner.run(location(0, A, "/r4"), writable(1, A))
+    assert known(runner)[A] == "/r4"
+
+
+def test_deleting_the_rack_falls_back_to_the_default():
+    runner = Runner()
+    runner.run(writable(0, A, "/r1"), location(1, A, None))
+    assert known(runner)[A] == "/default-rack"
+    assert A not in runner.model.mapping and A not in runner.model.facts
+
+
+def test_ungrouped_bookies_live_in_the_mapping_grouped_ones_in_rack_info():
+    runner = Runner()
+    runner.run(writable(0, A, "/r1"), writable(0, B, "/r2", group="g1", hostname="hb"))
+    model = runner.model
+    assert model.mapping == {A: "/r1", B: "/r2"}
+    assert model.rack_info == {"g1": {B: {"rack": "/r2", "hostname": "hb"}}}
+    runner.run(create(1, "r", 2, 2, 2))
+    assert model.policy.resolver.group_members() == {"g1": (B,)}, "the policy sees the group at request time"
+
+
+def test_a_bookie_is_in_one_group_and_keeps_it_unless_told_otherwise():
+    runner = Runner()
+    runner.run(writable(0, A, "/r1", group="g1"), writable(1, A, "/r2"))
+    assert runner.model.rack_info == {"g1": {A: {"rack": "/r2", "hostname": None}}}
+    runner.run(location(2, A, "/r3", group="g2"))
+    assert runner.model.rack_info == {"g2": {A: {"rack": "/r3", "hostname": None}}}
+    runner.run(location(3, A, None))
+    assert runner.model.rack_info == {}
+    assert known(runner)[A] == "/default-rack"
+
+
+def test_a_grouped_bookie_at_root_joins_at_the_default_rack_as_pulsar_reads_racks():
+    runner = Runner()
+    runner.run(writable(0, A, "/", group="g1"))
+    assert known(runner) == {A: "/default-rack"}
+    assert runner.alerts(ALERT_JOIN_FAILED) == []
+
+
+def test_an_ungrouped_bookie_at_root_fails_to_join_with_an_alert():
+    runner = Runner()
+    runner.run(writable(0, A, "/r1"), writable(5, B, "/"))
+    assert B in runner.model.writable and B not in known(runner)
+    [alert] = runner.alerts(ALERT_JOIN_FAILED)
+    assert alert["subject"] == B and alert["data"]["severity"] == "error"
+    assert alert["data"]["location"] == "/"
+    assert alert["time"].startswith("2023-11-14T22:13:20.005")
+
+
+def test_a_location_of_another_depth_fails_to_join_once_then_joins_when_fixed():
+    runner = Runner()
+    runner.run(writable(0, A, "/r1"), writable(1, B, "/region/r2"))
+    assert len(runner.alerts(ALERT_JOIN_FAILED)) == 1
+    runner.run(writable(2, C, "/r3"))
+    assert len(runner.alerts(ALERT_JOIN_FAILED)) == 1, "a retried failure is not re-alerted"
+    runner.run(location(3, B, "/r2"))
+    assert known(runner)[B] == "/r2"
+    assert runner.model.join_failures == {}
+
+
+def test_an_unmapped_bookie_inherits_a_grouped_bookies_host_rack():
+    """Pulsar resolves by host too: h1:3182 has no location of its own, h1:3181 is listed at /r9."""
+    runner = Runner()
+    runner.run(writable(0, "h1:3181", "/r9", group="g1"), writable(1, "h1:3182"))
+    assert known(runner)["h1:3182"] == "/r9"
+
+
+def test_a_bookie_inheriting_a_host_rack_moves_when_it_rejoins():
+    """Pulsar notifies a rack-info change only to the bookies rack info lists (spec region-zone §4.3)."""
+    runner = Runner()
+    runner.run(writable(0, "h1:3182"))
+    assert known(runner)["h1:3182"] == "/default-rack"
+    runner.run(location(1, "h1:3181", "/r5", group="g1"), create(2, "r", 1, 1, 1))
+    assert known(runner)["h1:3182"] == "/default-rack"
+    runner.run(lost(3, "h1:3182"), writable(4, "h1:3182"))
+    assert known(runner)["h1:3182"] == "/r5"
+
+
+def test_history_of_a_departed_bookie_expires_after_the_ttl():
+    runner = Runner({"ensemblePlacementPolicy": "rackaware", "engine.bookieHistoryTtlSeconds": "100"})
+    runner.run(writable(0, A, "/r1"), writable(0, B, "/r2"), lost(1_000, A))
+    runner.run(writable(100_999, C, "/r3"))
+    assert A in runner.model.facts and A in runner.model.dead
+    runner.run(writable(101_000, C))
+    assert A not in runner.model.facts and A not in runner.model.mapping and A not in runner.model.dead
+    runner.run(writable(102_000, A))
+    assert known(runner)[A] == "/default-rack", "the forgotten location no longer applies"
+
+
+def test_rack_info_set_by_bookie_location_does_not_expire():
+    runner = Runner({"ensemblePlacementPolicy": "rackaware", "engine.bookieHistoryTtlSeconds": "100"})
+    runner.run(writable(0, A, "/r1"), location(0, A, "/r1"), lost(1_000, A), writable(500_000, B, "/r2"))
+    runner.run(writable(600_000, A))
+    assert known(runner)[A] == "/r1"
+
+
+def test_time_and_alert_helpers_agree():
+    assert T0 == 1_700_000_000_000

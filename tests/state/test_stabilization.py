@@ -1,0 +1,84 @@
+"""Stabilization in event time (spec bookkeeper-rackaware.md §2.4): a departed bookie stays usable
+for networkTopologyStabilizePeriodSeconds; returning inside the window cancels the pending leave."""
+
+from tests.state.helpers import T0, Runner, create, lost, readonly, writable
+
+A, B, C = "a:3181", "b:3181", "c:3181"
+STABILIZED = {"ensemblePlacementPolicy": "rackaware", "networkTopologyStabilizePeriodSeconds": "30"}
+
+
+def three_racks(runner):
+    runner.run(writable(0, A, "/r1"), writable(0, B, "/r2"), writable(0, C, "/r3"))
+
+
+def test_a_departure_is_pending_until_its_delay_ends():
+    runner = Runner(STABILIZED)
+    three_racks(runner)
+    runner.run(lost(1_000, C))
+    assert runner.model.pending_leaves() == {C: (T0 + 1_000) / 1000 + 30}
+    runner.run(create(30_999, "just-before", 3, 2, 2))
+    assert runner.model.pending_leaves() == {C: (T0 + 1_000) / 1000 + 30}
+    runner.run(create(31_000, "at-expiry", 3, 2, 2))
+    assert runner.model.pending_leaves() == {}
+
+
+def test_a_request_at_t_sees_every_departure_whose_delay_ended_by_t():
+    runner = Runner(STABILIZED)
+    three_racks(runner)
+    runner.run(lost(1_000, C), create(30_999, "inside", 3, 2, 2), create(31_000, "expired", 3, 2, 2))
+    inside = runner.decision("inside")
+    assert inside["status"] == "ok" and C in inside["ensemble"], "the departed bookie is still usable"
+    assert "retried on the stabilized topology" in inside["explain"]["fallbacks"]
+    expired = runner.decision("expired")
+    assert expired["status"] == "failed" and expired["error"]["code"] == "NOT_ENOUGH_BOOKIES"
+
+
+def test_the_expiry_is_a_topology_change():
+    runner = Runner(STABILIZED)
+    three_racks(runner)
+    runner.run(lost(1_000, C))
+    version = runner.model.version
+    runner.run(create(2_000, "r1", 2, 2, 2))
+    assert runner.model.version == version
+    runner.run(create(31_000, "r2", 2, 2, 2))
+    assert runner.model.version == version + 1
+    assert runner.decision("r2")["topology_version"] == version + 1
+
+
+def test_returning_inside_the_window_cancels_the_pending_leave():
+    runner = Runner(STABILIZED)
+    three_racks(runner)
+    runner.run(lost(1_000, C), writable(11_000, C))
+    assert runner.model.pending_leaves() == {}
+    runner.run(lost(21_000, C))
+    assert runner.model.pending_leaves() == {C: (T0 + 21_000) / 1000 + 30}, "the new departure counts"
+    runner.run(create(45_000, "still-there", 3, 2, 2))
+    assert runner.decision("still-there")["status"] == "ok"
+
+
+def test_going_read_only_is_a_departure_too():
+    runner = Runner(STABILIZED)
+    three_racks(runner)
+    runner.run(readonly(1_000, C))
+    assert set(runner.model.pending_leaves()) == {C}
+    runner.run(writable(2_000, C))
+    assert runner.model.pending_leaves() == {}
+
+
+def test_expiry_in_a_later_batch_is_the_same_as_in_one_batch():
+    one = Runner(STABILIZED)
+    three_racks(one)
+    one.run(lost(1_000, C), create(40_000, "x", 3, 2, 2))
+    two = Runner(STABILIZED)
+    three_racks(two)
+    two.run(lost(1_000, C))
+    two.run(create(40_000, "x", 3, 2, 2))
+    assert one.decision("x") == two.decision("x")
+
+
+def test_without_stabilization_nothing_is_pending():
+    runner = Runner({"ensemblePlacementPolicy": "rackaware"})
+    three_racks(runner)
+    runner.run(lost(1_000, C), create(1_001, "now", 3, 2, 2))
+    assert runner.model.pending_leaves() == {}
+    assert runner.decision("now")["error"]["code"] == "NOT_ENOUGH_BOOKIES"
