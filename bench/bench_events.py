@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from events import DeadLetter, Origin, format_time, parse_record  # noqa: E402
+from events import DeadLetter, Origin, format_time, parse_record
 
 MIX = (  # (type, weight): a replay is mostly disk reports, membership changes and requests
     ("bookie_writable", 15),
@@ -63,16 +63,17 @@ def generate(count: int, seed: int) -> list[dict]:
         elif kind == "feature":
             rec |= {"name": "region1.disallowBookies", "value": rng.choice((0, 1))}
         elif kind == "ledger_create":
-            rec |= {"request_id": f"req-{i}", "ledger_id": i, "ensemble_size": 3, "write_quorum": 3,
-                    "ack_quorum": 2}
+            rec |= {"request_id": f"req-{i}", "ledger_id": i, "ensemble_size": 3, "write_quorum": 3, "ack_quorum": 2}
             if i % 4 == 0:
-                rec["custom_metadata"] = {"EnsemblePlacementPolicyConfig": {
-                    "policyClass": "org.apache.pulsar.bookie.rackawareness.IsolatedBookieEnsemblePlacementPolicy",
-                    "properties": {"isolationBookieGroups": "group-a"}}}
+                rec["custom_metadata"] = {
+                    "EnsemblePlacementPolicyConfig": {
+                        "policyClass": "org.apache.pulsar.bookie.rackawareness.IsolatedBookieEnsemblePlacementPolicy",
+                        "properties": {"isolationBookieGroups": "group-a"},
+                    }
+                }
         else:
             ensemble = rng.sample(bookies, 3)
-            rec |= {"request_id": f"req-{i}", "ledger_id": i, "ensemble": ensemble, "write_quorum": 3,
-                    "ack_quorum": 2}
+            rec |= {"request_id": f"req-{i}", "ledger_id": i, "ensemble": ensemble, "write_quorum": 3, "ack_quorum": 2}
             if kind == "bookie_replace":
                 rec["bookie"] = ensemble[1]
         out.append(rec)
@@ -123,8 +124,10 @@ def main() -> None:
         for blob in items:
             json.loads(blob)
 
-    print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
-          f"os.cpu_count()={os.cpu_count()}, Python {platform.python_version()}")
+    print(
+        f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, "
+        f"os.cpu_count()={os.cpu_count()}, Python {platform.python_version()}"
+    )
     mean_len = sum(map(len, blobs)) / len(blobs)
     print(f"input: {len(blobs)} records, mean {mean_len:.0f} bytes, mix {dict(MIX)}")
     for name, fn, items in (

@@ -13,6 +13,7 @@ import json
 from events.dead_letter import Reason
 from events.errors import EventError
 from events.model import (
+    RECORD_CLASSES,
     BookieDisk,
     BookieLocation,
     BookieLost,
@@ -27,6 +28,8 @@ from events.model import (
 )
 from events.times import format_time
 
+_RECORD_CLASSES = tuple(RECORD_CLASSES.values())
+
 
 def to_json(record: Record) -> dict:
     """The contract's JSON object for ``record``.
@@ -35,6 +38,8 @@ def to_json(record: Record) -> dict:
         EventError: (a ``ValueError``) when ``record`` is not a record, its time is out of range,
             or a custom-metadata value is not UTF-8 (possible only for a hand-built record).
     """
+    if not isinstance(record, _RECORD_CLASSES):
+        raise EventError(Reason.UNKNOWN_TYPE, f"record: expected an events record, got a {type(record).__name__}")
     head = {"type": record.type, "cluster": record.cluster, "time": format_time(record.time_ms)}
     if isinstance(record, BookieWritable | BookieLocation):
         return head | {
@@ -80,7 +85,7 @@ def to_json(record: Record) -> dict:
             "write_quorum": record.write_quorum,
             "ack_quorum": record.ack_quorum,
         }
-    raise EventError(Reason.UNKNOWN_TYPE, f"record: expected an events record, got a {type(record).__name__}")
+    raise AssertionError(f"unreachable: no encoder for {type(record).__name__}")  # every class is handled above
 
 
 def to_json_text(record: Record) -> str:

@@ -30,9 +30,7 @@ MISSING = object()
 # Spec bookkeeper-rackaware.md §1.1: BookKeeper's regex is [a-zA-Z0-9:-_.\-]+ where ":-_" is the
 # RANGE 0x3A..0x5F (: ; < = > ? @ A-Z [ \ ] ^ _). Written out here so the range is explicit.
 _BOOKIE_ID = re.compile(r"[A-Za-z0-9.\-\x3a-\x5f]+").fullmatch
-_BOOKIE_CHARS = frozenset(
-    "abcdefghijklmnopqrstuvwxyz0123456789.-" + "".join(chr(c) for c in range(0x3A, 0x60))
-)
+_BOOKIE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789.-" + "".join(chr(c) for c in range(0x3A, 0x60)))
 _LIST_TYPES = (list, tuple)
 _compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
@@ -107,7 +105,7 @@ def text(key: str, value: object, limit: int = MAX_STRING_CHARS) -> str:
                 _check_unicode(key, value)
             return value
         if not value:
-            raise EventError(Reason.EMPTY_FIELD, f"{key}: expected a non-empty string, got \"\"")
+            raise EventError(Reason.EMPTY_FIELD, f'{key}: expected a non-empty string, got ""')
         raise EventError(Reason.FIELD_TOO_LARGE, f"{key}: at most {limit} characters allowed, got {len(value)}")
     raise EventError(Reason.WRONG_TYPE, f"{key}: expected a string, got {describe(value)}")
 
@@ -223,9 +221,7 @@ def custom_metadata(key: str, value: object) -> tuple[tuple[str, bytes], ...]:
     if value is None or value is MISSING:
         return ()
     if not isinstance(value, Mapping):
-        raise EventError(
-            Reason.WRONG_TYPE, f"{key}: expected an object of string values, got {describe(value)}"
-        )
+        raise EventError(Reason.WRONG_TYPE, f"{key}: expected an object of string values, got {describe(value)}")
     if len(value) > MAX_METADATA_ENTRIES:
         raise EventError(
             Reason.FIELD_TOO_LARGE, f"{key}: at most {MAX_METADATA_ENTRIES} entries allowed, got {len(value)}"

@@ -210,7 +210,8 @@ def positional_builder(cls: type) -> Callable[..., object]:
 
     def build(*values: object) -> object:
         record = new(cls)
-        for set_field, value in zip(setters, values):  # zip(strict=True) would cost a sixth more
+        # B905 ignored: zip(strict=True) costs a sixth more; the field-order tests catch a short call.
+        for set_field, value in zip(setters, values):  # noqa: B905
             set_field(record, value)
         return record
 
@@ -292,7 +293,6 @@ __all__ = [
     "INLINE",
     "RECORD_CLASSES",
     "REQUEST_TYPES",
-    "positional_builder",
     "BookieDisk",
     "BookieLocation",
     "BookieLost",
@@ -307,4 +307,5 @@ __all__ = [
     "Origin",
     "Record",
     "Request",
+    "positional_builder",
 ]

@@ -81,12 +81,25 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "cluster_view": (*_COMMON, "writable", "readonly"),
     "feature": (*_COMMON, "name", "value"),
     "ledger_create": (
-        *_COMMON, "request_id", "ledger_id", "ensemble_size", "write_quorum", "ack_quorum",
-        "custom_metadata", "exclude",
+        *_COMMON,
+        "request_id",
+        "ledger_id",
+        "ensemble_size",
+        "write_quorum",
+        "ack_quorum",
+        "custom_metadata",
+        "exclude",
     ),
     "bookie_replace": (
-        *_COMMON, "request_id", "ledger_id", "ensemble", "bookie", "write_quorum", "ack_quorum",
-        "exclude", "custom_metadata",
+        *_COMMON,
+        "request_id",
+        "ledger_id",
+        "ensemble",
+        "bookie",
+        "write_quorum",
+        "ack_quorum",
+        "exclude",
+        "custom_metadata",
     ),
     "ensemble_check": (*_COMMON, "request_id", "ledger_id", "ensemble", "write_quorum", "ack_quorum"),
 }
@@ -169,7 +182,9 @@ def _load(raw: object) -> dict:
             if end != len(text_) and text_[end:].strip(_JSON_WHITESPACE):
                 raise json.JSONDecodeError("Extra data", text_, len(text_) - len(text_[end:].lstrip(_JSON_WHITESPACE)))
     except _NotJson as exc:
-        raise EventError(Reason.INVALID_JSON, f"record: {exc} is not valid JSON (strict JSON has no NaN or Infinity)") from None
+        raise EventError(
+            Reason.INVALID_JSON, f"record: {exc} is not valid JSON (strict JSON has no NaN or Infinity)"
+        ) from None
     except json.JSONDecodeError as exc:
         if not text_.strip(_JSON_WHITESPACE):
             raise EventError(Reason.INVALID_JSON, "record: empty; expected one JSON object") from None
@@ -260,20 +275,22 @@ def _request_id(obj: dict) -> str:
 
 
 def _ledger_id(value: object, *, nullable: bool = True) -> int | None:
-    if type(value) is int and 0 <= value <= MAX_LONG or (value is None and nullable):
+    if (type(value) is int and 0 <= value <= MAX_LONG) or (value is None and nullable):
         return value
     return fields.ledger_id("ledger_id", value, nullable=nullable)
 
 
 def _location(value: object) -> str | None:
-    if value is None or type(value) is str and value[:1] == "/" and len(value) <= MAX_STRING_CHARS and value.isascii():
+    if value is None or (
+        type(value) is str and value[:1] == "/" and len(value) <= MAX_STRING_CHARS and value.isascii()
+    ):
         return value
     return location("location", value)
 
 
 def _optional_text(obj: dict, key: str) -> str | None:
     value = obj.get(key)
-    if value is None or type(value) is str and 0 < len(value) <= MAX_STRING_CHARS and value.isascii():
+    if value is None or (type(value) is str and 0 < len(value) <= MAX_STRING_CHARS and value.isascii()):
         return value
     return optional_text(key, value)
 
@@ -298,7 +315,12 @@ def _ensemble(obj: dict) -> tuple[str, ...]:
 
 def _quorums(size: object, quorum: object, acks: object, size_name: str) -> tuple[int, int, int]:
     """``(ensemble_size, write_quorum, ack_quorum)`` with 1 <= ack <= write <= size <= MAX_ENSEMBLE_SIZE."""
-    if type(size) is int and type(quorum) is int and type(acks) is int and 1 <= acks <= quorum <= size <= MAX_ENSEMBLE_SIZE:
+    if (
+        type(size) is int
+        and type(quorum) is int
+        and type(acks) is int
+        and 1 <= acks <= quorum <= size <= MAX_ENSEMBLE_SIZE
+    ):
         return size, quorum, acks
     if size_name == "ensemble_size":
         size = validate.ensemble_size(size)
@@ -458,7 +480,7 @@ def _nullable_ledger_id(key: str, value: object) -> int | None:
     return fields.ledger_id(key, value, nullable=True)
 
 
-def _readable(check, *args):  # noqa: ANN001, ANN002, ANN202 - tiny local helper
+def _readable(check, *args):
     try:
         return check(*args)
     except EventError:

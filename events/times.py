@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from events.dead_letter import Reason
 from events.errors import EventError, describe
@@ -33,7 +33,7 @@ _ISO_TIME = re.compile(
 
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _MS_PER_DAY = 86_400_000
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NAIVE_EPOCH = datetime(1970, 1, 1)
 _ONE_MS = timedelta(milliseconds=1)
 _fromisoformat = datetime.fromisoformat
@@ -92,9 +92,9 @@ def _parse_iso(text: str, field: str) -> int:
     n = len(text)
     # Fast path for the two forms producers write most ("...:00Z", "...:00.000Z"): one slice pins
     # the separators at 4, 7, 10, 13, 16 (and 19); the C parser checks digits, ranges, calendar.
-    if (n == 24 and text[4:20:3] == "--T::." or n == 20 and text[4:17:3] == "--T::") and text[-1] == "Z":
+    if ((n == 24 and text[4:20:3] == "--T::.") or (n == 20 and text[4:17:3] == "--T::")) and text[-1] == "Z":
         fraction = text[20:23]  # "" when n == 20
-        if n == 20 or fraction.isdigit() and fraction.isascii():
+        if n == 20 or (fraction.isdigit() and fraction.isascii()):
             second = text[:19]
             memo = _last_second
             if second == memo[0]:
@@ -146,6 +146,8 @@ def _iso_hint(text: str) -> str:
         return "at most 9 fraction digits"
     if not zone:
         return "no zone; add Z or an offset such as +00:00"
+    if zone[:1] in ".,":
+        return "a fraction of a second must be 1 to 9 ASCII digits"
     return f"the zone must be Z, +hh, +hhmm or +hh:mm (or with -), got {describe(zone)}"
 
 

@@ -101,9 +101,7 @@ def disk(free_value: object, total_value: object) -> tuple[int, int]:
                 Reason.FIELD_TOO_LARGE, f"{name}: at most {MAX_LONG} bytes (a Java long), got {describe(size)}"
             )
     if free > total:
-        raise EventError(
-            Reason.INVALID_DISK, f"free_disk: expected at most total_disk ({total}), got {free}"
-        )
+        raise EventError(Reason.INVALID_DISK, f"free_disk: expected at most total_disk ({total}), got {free}")
     return free, total
 
 
