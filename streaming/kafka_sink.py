@@ -1,0 +1,204 @@
+"""Kafka as a PySpark streaming sink (``df.writeStream.format("placement-kafka")``), append mode only.
+
+The stream writer of :class:`streaming.kafka_source.KafkaDataSource` (spec/spark-kafka-facts.md §3, Appendix A):
+
+* Input columns: ``value`` (string or binary, required), ``key`` (string or binary), ``topic`` (string),
+  ``partition`` (int) and ``headers`` (``array<struct<key:string,value:binary>>``, e.g. CloudEvents binary
+  mode). Other columns are ignored, as Spark's own Kafka sink does. A row's topic is its ``topic`` column when
+  that is not null, else the ``topic`` option.
+* Each Python worker process keeps one confluent-kafka Producer per configuration (creating one costs
+  50-100 ms, facts §3) and flushes it at the end of every ``write()``, so a task succeeds only once all its
+  records are acknowledged. A failed delivery fails the task, and Spark retries it.
+* Delivery is at-least-once: a retried task or a replayed micro-batch produces its records again, so
+  consumers must tolerate duplicates (decisions and alerts carry stable ids for that).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+from confluent_kafka import KafkaError, Producer
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+
+from streaming.kafka_source import (
+    KafkaConnectorError,
+    KafkaOptionError,
+    kafka_client_props,
+    lower_options,
+    parse_positive_int,
+)
+
+logger = logging.getLogger(__name__)
+
+# Producer properties a user may not override (none: kafka.bootstrap.servers is read as the broker list).
+_SINK_OWNED_PROPS: frozenset[str] = frozenset()
+
+# Column name -> accepted Spark type names (DataType.simpleString()).
+_COLUMN_TYPES = {
+    "value": ("string", "binary"),
+    "key": ("string", "binary"),
+    "topic": ("string",),
+    "partition": ("int",),
+    "headers": ("array<struct<key:string,value:binary>>",),
+}
+
+
+class KafkaWriteError(KafkaConnectorError):
+    """Records could not be delivered to Kafka; the task fails and Spark retries it."""
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSinkSettings:
+    """The sink's options and the input columns it uses, read once on the driver (STYLE R2). Picklable."""
+
+    bootstrap_servers: str
+    topic: str | None
+    columns: tuple[str, ...]
+    flush_timeout_ms: int = 300_000
+    client_props: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str], schema) -> KafkaSinkSettings:
+        """Build settings from the writer's options and its input schema.
+
+        Args:
+            schema: the input DataFrame's ``StructType``.
+
+        Raises:
+            KafkaOptionError: a required option or the ``value`` column is missing, a column has an unsupported
+                type, or there is neither a ``topic`` column nor a ``topic`` option.
+        """
+        opts = lower_options(options)
+        bootstrap = opts.get("kafka.bootstrap.servers", "").strip()
+        if not bootstrap:
+            raise KafkaOptionError("kafka.bootstrap.servers: required for the placement-kafka sink")
+        types = {field.name: field.dataType.simpleString() for field in schema.fields}
+        if "value" not in types:
+            raise KafkaOptionError(f"the placement-kafka sink needs a 'value' column (string or binary); "
+                                   f"the input has {', '.join(types) or 'no columns'}")
+        for name, accepted in _COLUMN_TYPES.items():
+            if name in types and types[name] not in accepted:
+                raise KafkaOptionError(f"column {name!r} has type {types[name]}; the placement-kafka sink "
+                                       f"accepts {' or '.join(accepted)}; cast it")
+        topic = opts.get("topic", "").strip() or None
+        if topic is None and "topic" not in types:
+            raise KafkaOptionError("the placement-kafka sink needs option('topic', ...) or a 'topic' column")
+        return cls(
+            bootstrap_servers=bootstrap,
+            topic=topic,
+            columns=tuple(name for name in _COLUMN_TYPES if name in types),
+            flush_timeout_ms=parse_positive_int("flushTimeoutMs", opts.get("flushtimeoutms", "300000")),
+            client_props=kafka_client_props(opts, _SINK_OWNED_PROPS),
+        )
+
+    def producer_conf(self) -> dict[str, object]:
+        """confluent-kafka Producer config: ``linger.ms=5`` unless overridden, user ``kafka.*`` properties."""
+        conf: dict[str, object] = {"linger.ms": 5}
+        conf.update(self.client_props)
+        conf["bootstrap.servers"] = self.bootstrap_servers
+        return conf
+
+
+# One Producer per configuration per Python worker process; Spark reuses workers across tasks and batches.
+_PRODUCERS: dict[tuple[tuple[str, str], ...], Producer] = {}
+
+
+def cached_producer(conf: Mapping[str, object]) -> Producer:
+    """The worker's Producer for ``conf``, created on first use."""
+    cache_key = tuple(sorted((k, str(v)) for k, v in conf.items()))
+    producer = _PRODUCERS.get(cache_key)
+    if producer is None:
+        producer = _PRODUCERS[cache_key] = Producer(dict(conf))
+    return producer
+
+
+def _as_bytes(value: object) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return bytes(value)
+
+
+@dataclass(frozen=True)
+class KafkaCommitMessage(WriterCommitMessage):
+    """What one task wrote: records produced per topic."""
+
+    records: tuple[tuple[str, int], ...]
+
+
+class KafkaStreamWriter(DataSourceStreamArrowWriter):
+    """Writes each task's rows to Kafka and returns once every record is acknowledged."""
+
+    def __init__(self, settings: KafkaSinkSettings):
+        self._settings = settings
+
+    @property
+    def settings(self) -> KafkaSinkSettings:
+        return self._settings
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+        """Produce the rows of one task (executor, once per task), then flush.
+
+        Raises:
+            KafkaWriteError: a row has no topic, a delivery failed, or the flush did not finish in
+                ``flushTimeoutMs``. The message names the topic.
+        """
+        settings = self._settings
+        producer = cached_producer(settings.producer_conf())
+        failures: list[tuple[str, KafkaError]] = []
+        counts: dict[str, int] = {}
+
+        def on_delivery(err: KafkaError | None, msg) -> None:
+            if err is not None:
+                failures.append((msg.topic(), err))
+
+        for batch in iterator:
+            data = {name: batch.column(name).to_pylist() for name in settings.columns}
+            values = data["value"]
+            keys = data.get("key")
+            topics = data.get("topic")
+            partitions = data.get("partition")
+            headers = data.get("headers")
+            for i, value in enumerate(values):
+                topic = (topics[i] if topics is not None else None) or settings.topic
+                if topic is None:
+                    raise KafkaWriteError("a row has a null 'topic' and the sink has no topic option; set "
+                                          "option('topic', ...) or fill the column")
+                kwargs = {"value": _as_bytes(value), "on_delivery": on_delivery}
+                if keys is not None and keys[i] is not None:
+                    kwargs["key"] = _as_bytes(keys[i])
+                if partitions is not None and partitions[i] is not None:
+                    kwargs["partition"] = partitions[i]
+                if headers is not None and headers[i]:
+                    kwargs["headers"] = [(h["key"], h["value"]) for h in headers[i]]
+                while True:
+                    try:
+                        producer.produce(topic, **kwargs)
+                        break
+                    except BufferError:  # local queue full: serve delivery reports, then retry
+                        producer.poll(0.1)
+                counts[topic] = counts.get(topic, 0) + 1
+            producer.poll(0)
+        remaining = producer.flush(settings.flush_timeout_ms / 1000.0)
+        if remaining:
+            raise KafkaWriteError(f"{remaining} record(s) to {', '.join(sorted(counts))} were not acknowledged "
+                                  f"within flushTimeoutMs={settings.flush_timeout_ms}; is the broker reachable?")
+        if failures:
+            topic, err = failures[0]
+            raise KafkaWriteError(f"{len(failures)} record(s) could not be delivered, the first to topic "
+                                  f"{topic!r}: {err.str()}; check that the topic exists and accepts writes")
+        return KafkaCommitMessage(records=tuple(sorted(counts.items())))
+
+    def commit(self, messages, batchId: int) -> None:
+        """All tasks of batch ``batchId`` succeeded (driver). Records are already in Kafka; nothing to do."""
+        total = sum(n for m in messages if m is not None for _t, n in m.records)
+        logger.debug("placement-kafka sink: batch %d wrote %d record(s)", batchId, total)
+
+    def abort(self, messages, batchId: int) -> None:
+        """Some task of ``batchId`` failed (driver). Records already sent stay in Kafka (at-least-once)."""
+        logger.warning("placement-kafka sink: batch %d aborted; records written by its successful tasks remain in "
+                       "Kafka and will be written again when the batch is retried", batchId)

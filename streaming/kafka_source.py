@@ -1,0 +1,653 @@
+"""Kafka as a PySpark streaming source (``format("placement-kafka")``), built on confluent-kafka.
+
+Spark's own ``format("kafka")`` needs the spark-sql-kafka jar, which this project cannot ship
+(spec/spark-kafka-facts.md §3), so this module implements the Python Data Source API instead:
+
+* :class:`KafkaDataSource` is the data source (short name ``placement-kafka``). Its reader is here, its stream
+  writer in :mod:`streaming.kafka_sink`.
+* :class:`KafkaStreamReader` plans micro-batches on the driver and reads them on the executors. Offsets are JSON
+  objects of *next* offsets, ``{"topic:partition": next_offset}`` (facts Appendix A). Each planned range
+  ``[start, end)`` of one Kafka partition becomes one Spark input partition; :meth:`KafkaStreamReader.read` is
+  static and stateless, so Spark can re-read a batch from its offset log after a crash and get the same rows.
+* :class:`KafkaSourceSettings` is the one place that knows how the options are spelled. Spark lower-cases
+  option names, so every name is mapped explicitly.
+
+tansu quirk (facts §4 quirk 1): ListOffsets reports "base offset of the last record batch + 1" as the high
+watermark. With ``endOffsetProbe=fetch`` (default) the driver fetches from that offset and takes the end from the
+fetch response (end-of-partition), which is correct on tansu and on Apache Kafka; ``endOffsetProbe=list`` trusts
+ListOffsets (fine for real Kafka, and cheaper).
+
+Output schema (``SOURCE_SCHEMA_DDL``): ``topic string, partition int, offset long, timestamp timestamp,
+key binary, value binary``. It is kept as a DDL string so that no Spark type object is built here
+(STYLE §3 keeps those in ``streaming/schemas.py``).
+
+Length: past 600 lines because the options, errors, planning and reading form one unit that Spark pickles
+together; the errors and option helpers are shared with kafka_sink.py. If it grows, move the settings and
+errors to their own module first.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, TopicPartition
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+logger = logging.getLogger(__name__)
+
+SHORT_NAME = "placement-kafka"
+
+SOURCE_SCHEMA_DDL = "topic string, partition int, offset long, timestamp timestamp, key binary, value binary"
+
+# Must equal pyspark's to_arrow_schema(SOURCE_SCHEMA_DDL, timezone="UTC"): Spark rejects RecordBatches whose
+# schema differs (DATA_SOURCE_RETURN_SCHEMA_MISMATCH); tests/streaming/test_kafka_io.py checks it.
+ARROW_SCHEMA = pa.schema([
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("offset", pa.int64()),
+    pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+    pa.field("key", pa.binary()),
+    pa.field("value", pa.binary()),
+])
+
+# Rows per Arrow RecordBatch handed to Spark; matches spark.sql.execution.arrow.maxRecordsPerBatch's default.
+_ROWS_PER_ARROW_BATCH = 10_000
+# consume() blocks until it has num_messages or times out (facts §3), so never ask for more than are left in the
+# range; 1000 per call was the fastest size measured (facts §5d).
+_MAX_CONSUME_CHUNK = 1_000
+_CONSUME_WAIT_S = 0.5
+
+# Kafka client properties this connector sets itself; a user's kafka.<prop> for these is rejected.
+_SOURCE_OWNED_PROPS = frozenset({"enable.auto.commit", "auto.offset.reset", "enable.partition.eof"})
+
+EARLIEST = -2  # Spark connector convention in startingOffsets JSON
+LATEST = -1
+
+
+# --------------------------------------------------------------------------------------------------- errors
+
+
+class KafkaConnectorError(RuntimeError):
+    """Root of the errors raised by the placement-kafka source and sink."""
+
+
+class KafkaOptionError(KafkaConnectorError, ValueError):
+    """An option of the placement-kafka source or sink is missing or malformed."""
+
+
+class MissingTopicError(KafkaOptionError):
+    """A subscribed topic does not exist on the broker (a configuration error, not a transient one)."""
+
+    def __init__(self, topics: tuple[str, ...], bootstrap: str):
+        self.topics = topics
+        super().__init__(
+            f"subscribed topic(s) {', '.join(topics)} do not exist on {bootstrap}; create them "
+            "(or fix 'subscribe'), or set option failOnMissingTopic=false to start without them and read them "
+            "from the earliest offset once they appear"
+        )
+
+
+class KafkaReadError(KafkaConnectorError):
+    """The broker did not return the records of a planned offset range, or returned an error."""
+
+
+# ------------------------------------------------------------------------------------------------- settings
+
+
+def offset_key(topic: str, partition: int) -> str:
+    """The offset-JSON key of one Kafka partition: ``"topic:partition"``."""
+    return f"{topic}:{partition}"
+
+
+def parse_offset_key(key: str) -> tuple[str, int]:
+    """Inverse of :func:`offset_key` (topic names cannot contain ``:``)."""
+    topic, sep, partition = key.rpartition(":")
+    if not sep or not topic or not partition.lstrip("-").isdigit():
+        raise KafkaReadError(f"malformed offset key {key!r}: expected 'topic:partition'; the checkpoint's offsets "
+                             "were not written by this source")
+    return topic, int(partition)
+
+
+def _parse_bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise KafkaOptionError(f"{name}: expected true or false, got {raw!r}")
+
+
+def parse_positive_int(name: str, raw: str) -> int:
+    """``raw`` as an integer >= 1; the error names the option ``name``."""
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise KafkaOptionError(f"{name}: expected an integer >= 1, got {raw!r}")
+    return value
+
+
+def kafka_client_props(options: Mapping[str, str], owned: frozenset[str]) -> tuple[tuple[str, str], ...]:
+    """The ``kafka.<prop>`` options as confluent-kafka properties, sorted (Kafka property names are lower-case).
+
+    Raises:
+        KafkaOptionError: a property in ``owned`` is set by the connector itself.
+    """
+    props = []
+    for name, value in options.items():
+        if name.startswith("kafka."):
+            prop = name[len("kafka."):]
+            if prop in owned:
+                raise KafkaOptionError(f"kafka.{prop}: this property is managed by the placement-kafka connector "
+                                       "and cannot be overridden; remove the option")
+            props.append((prop, str(value)))
+    return tuple(sorted(props))
+
+
+def lower_options(options: Mapping[str, str]) -> dict[str, str]:
+    """Options with lower-case names, as Spark hands them to the data source."""
+    return {str(k).lower(): str(v) for k, v in options.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class StartingOffsets:
+    """Where a new query starts: ``mode`` is ``earliest``, ``latest`` or ``specific``.
+
+    For ``specific``, ``offsets`` maps ``(topic, partition)`` to an offset, -2 (earliest) or -1 (latest);
+    partitions not listed start at earliest.
+    """
+
+    mode: str
+    offsets: tuple[tuple[str, int, int], ...] = ()
+
+    @classmethod
+    def parse(cls, raw: str, topics: tuple[str, ...]) -> StartingOffsets:
+        text = raw.strip()
+        if text.lower() in ("earliest", "latest"):
+            return cls(text.lower())
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise KafkaOptionError(f"startingOffsets: expected earliest, latest or JSON like "
+                                   f'{{"topic": {{"0": 42}}}}, got {raw!r} ({exc})') from exc
+        if not isinstance(obj, dict):
+            raise KafkaOptionError(f"startingOffsets: JSON must be an object of topics, got {raw!r}")
+        entries = []
+        for topic, parts in obj.items():
+            if topic not in topics:
+                raise KafkaOptionError(f"startingOffsets: topic {topic!r} is not in subscribe "
+                                       f"({','.join(topics)}); add it to subscribe or remove it")
+            if not isinstance(parts, dict):
+                raise KafkaOptionError(f"startingOffsets: {topic!r} must map partition numbers to offsets, "
+                                       f"got {parts!r}")
+            for partition, offset in parts.items():
+                if not str(partition).isdigit() or isinstance(offset, bool) or not isinstance(offset, int) \
+                        or offset < EARLIEST:
+                    raise KafkaOptionError(f"startingOffsets: {topic}/{partition}: expected a partition number "
+                                           f"and an offset >= 0 (or -2 earliest, -1 latest), got {offset!r}")
+                entries.append((topic, int(partition), offset))
+        return cls("specific", tuple(sorted(entries)))
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSourceSettings:
+    """The source's options, read once (STYLE R2). Picklable; holds no client."""
+
+    bootstrap_servers: str
+    topics: tuple[str, ...]
+    starting_offsets: StartingOffsets
+    max_offsets_per_trigger: int | None = None
+    commit_group: str | None = None
+    end_offset_probe: str = "fetch"
+    fail_on_missing_topic: bool = True
+    poll_timeout_ms: int = 120_000
+    client_props: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> KafkaSourceSettings:
+        """Build settings from data-source options (names matched case-insensitively).
+
+        Raises:
+            KafkaOptionError: a required option is missing or a value is malformed; the message names it.
+        """
+        opts = lower_options(options)
+        bootstrap = opts.get("kafka.bootstrap.servers", "").strip()
+        if not bootstrap:
+            raise KafkaOptionError("kafka.bootstrap.servers: required, e.g. option('kafka.bootstrap.servers', "
+                                   "'broker1:9092,broker2:9092')")
+        if "assign" in opts or "subscribepattern" in opts:
+            raise KafkaOptionError("assign / subscribePattern are not supported by placement-kafka; "
+                                   "use subscribe=topic1,topic2")
+        topics = tuple(dict.fromkeys(t.strip() for t in opts.get("subscribe", "").split(",") if t.strip()))
+        if not topics:
+            raise KafkaOptionError("subscribe: required, a comma-separated list of topics, e.g. 'events'")
+        probe = opts.get("endoffsetprobe", "fetch").strip().lower()
+        if probe not in ("fetch", "list"):
+            raise KafkaOptionError(f"endOffsetProbe: expected fetch or list, got {opts['endoffsetprobe']!r}")
+        max_offsets = opts.get("maxoffsetspertrigger")
+        group = opts.get("commitgroup", "").strip() or None
+        return cls(
+            bootstrap_servers=bootstrap,
+            topics=topics,
+            starting_offsets=StartingOffsets.parse(opts.get("startingoffsets", "latest"), topics),
+            max_offsets_per_trigger=(None if max_offsets is None
+                                     else parse_positive_int("maxOffsetsPerTrigger", max_offsets)),
+            commit_group=group,
+            end_offset_probe=probe,
+            fail_on_missing_topic=_parse_bool("failOnMissingTopic", opts.get("failonmissingtopic", "true")),
+            poll_timeout_ms=parse_positive_int("kafkaConsumer.pollTimeoutMs",
+                                                opts.get("kafkaconsumer.polltimeoutms", "120000")),
+            client_props=kafka_client_props(opts, _SOURCE_OWNED_PROPS),
+        )
+
+    def consumer_conf(self, **overrides: object) -> dict[str, object]:
+        """confluent-kafka Consumer config: user ``kafka.*`` properties, then the connector's own."""
+        conf: dict[str, object] = {"group.id": "placement-kafka-reader"}
+        conf.update(self.client_props)
+        conf.update({"bootstrap.servers": self.bootstrap_servers, "enable.auto.commit": False,
+                     "enable.partition.eof": True, "auto.offset.reset": "error"})
+        conf.update(overrides)
+        return conf
+
+
+# ----------------------------------------------------------------------------------------------- planning
+
+
+def share_limit(lags: Mapping[str, int], limit: int) -> dict[str, int]:
+    """Split ``limit`` records across partitions in proportion to their lag (what the Spark connector does).
+
+    Every partition gets ``floor(limit * lag / total)``; the remainder goes one each to the largest fractional
+    parts, ties broken by key, so the result is deterministic and sums to ``min(limit, total)``.
+    """
+    total = sum(lags.values())
+    if total <= limit:
+        return dict(lags)
+    keys = sorted(k for k, lag in lags.items() if lag > 0)
+    shares = {k: lags[k] * limit // total for k in keys}
+    remainder = limit - sum(shares.values())
+    for k in sorted(keys, key=lambda k: (-(lags[k] * limit % total), k))[:remainder]:
+        shares[k] += 1
+    return shares
+
+
+@dataclass(frozen=True)
+class KafkaInputPartition(InputPartition):
+    """One Spark task: records ``[start, end)`` of one Kafka partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch reader for the subscribed topics.
+
+    Driver side (one long-lived Python process per query): :meth:`initialOffset`, :meth:`latestOffset`,
+    :meth:`partitions`, :meth:`commit` and :meth:`stop` share one lazily created metadata consumer (never
+    pickled). Executor side: :meth:`read` creates its own consumer per planned range.
+    """
+
+    def __init__(self, settings: KafkaSourceSettings):
+        self._settings = settings
+        self._init_driver_state()
+
+    def _init_driver_state(self) -> None:
+        self._admin: Consumer | None = None
+        self._committer: Consumer | None = None
+        self._target: dict[str, int] | None = None  # Trigger.AvailableNow end, fixed when the query starts
+        self._probe_cache: dict[str, tuple[int, int]] = {}  # key -> (listed high watermark, probed end)
+        self._last_available: dict[str, int] | None = None
+        self._last_committed: dict[str, int] = {}
+
+    # Only the settings travel to executors (STYLE R10); clients are process-local.
+    def __getstate__(self) -> dict:
+        return {"settings": self._settings}
+
+    def __setstate__(self, state: dict) -> None:
+        self._settings = state["settings"]
+        self._init_driver_state()
+
+    @property
+    def settings(self) -> KafkaSourceSettings:
+        return self._settings
+
+    # ---------------------------------------------------------------------------- driver: broker access
+
+    def _metadata_consumer(self) -> Consumer:
+        if self._admin is None:
+            # fetch.wait.max.ms is small because the fetch probe waits for end-of-partition, which needs an
+            # (empty) fetch response; tansu holds empty fetches for the whole wait.
+            self._admin = Consumer(self._settings.consumer_conf(**{"fetch.wait.max.ms": 10}))
+        return self._admin
+
+    @property
+    def _timeout_s(self) -> float:
+        return self._settings.poll_timeout_ms / 1000.0
+
+    def _discover(self) -> list[tuple[str, int]]:
+        """Partitions of the subscribed topics that exist now, sorted.
+
+        Raises:
+            MissingTopicError: a subscribed topic is absent and failOnMissingTopic is true.
+        """
+        try:
+            metadata = self._metadata_consumer().list_topics(timeout=self._timeout_s)
+        except KafkaException as exc:
+            raise KafkaReadError(f"could not read topic metadata from {self._settings.bootstrap_servers} within "
+                                 f"{self._timeout_s} s: {exc}; check kafka.bootstrap.servers and that the broker "
+                                 "is up") from exc
+        found = []
+        missing = []
+        for topic in self._settings.topics:
+            meta = metadata.topics.get(topic)
+            if meta is None or meta.error is not None or not meta.partitions:
+                missing.append(topic)
+                continue
+            found.extend((topic, p) for p in meta.partitions)
+        if missing and self._settings.fail_on_missing_topic:
+            raise MissingTopicError(tuple(missing), self._settings.bootstrap_servers)
+        return sorted(found)
+
+    def _watermarks(self, partitions: list[tuple[str, int]]) -> dict[str, tuple[int, int]]:
+        consumer = self._metadata_consumer()
+        out = {}
+        for topic, partition in partitions:
+            try:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                           timeout=self._timeout_s, cached=False)
+            except KafkaException as exc:
+                raise KafkaReadError(f"could not list offsets of {topic} partition {partition}: {exc}") from exc
+            out[offset_key(topic, partition)] = (low, high)
+        return out
+
+    def _available(self, partitions: list[tuple[str, int]]) -> dict[str, tuple[int, int]]:
+        """``key -> (earliest, end)`` for each partition, end being the offset after the last record."""
+        marks = self._watermarks(partitions)
+        if self._settings.end_offset_probe == "list":
+            return marks
+        result = {}
+        to_probe = {}
+        for key, (low, listed) in marks.items():
+            cached = self._probe_cache.get(key)
+            if listed <= low:
+                result[key] = (low, listed)
+            elif cached is not None and cached[0] == listed:
+                # Any newly appended batch moves the listed value, so an unchanged one means an unchanged end.
+                result[key] = (low, cached[1])
+            else:
+                to_probe[key] = (low, listed)
+        if to_probe:
+            ends = self._probe_ends({k: listed - 1 for k, (_low, listed) in to_probe.items()})
+            for key, (low, listed) in to_probe.items():
+                self._probe_cache[key] = (listed, ends[key])
+                result[key] = (low, ends[key])
+        return result
+
+    def _probe_ends(self, fetch_from: dict[str, int]) -> dict[str, int]:
+        """True end offsets, read from fetch responses starting at each partition's last listed batch.
+
+        tansu quirk (facts §4 quirk 1): its ListOffsets answer is the last batch's base offset + 1, so the
+        batch at ``listed - 1`` is fetched and the end is where librdkafka reports end-of-partition (the fetch
+        response's high watermark, which tansu gets right).
+        """
+        consumer = self._metadata_consumer()
+        consumer.assign([TopicPartition(*parse_offset_key(k), off) for k, off in sorted(fetch_from.items())])
+        ends: dict[str, int] = {}
+        seen = {k: off for k, off in fetch_from.items()}
+        deadline = time.monotonic() + self._timeout_s
+        try:
+            while len(ends) < len(fetch_from):
+                if time.monotonic() > deadline:
+                    pending = sorted(set(fetch_from) - set(ends))
+                    raise KafkaReadError(f"end-offset probe got no end-of-partition for {', '.join(pending)} "
+                                         f"within {self._timeout_s} s; if the broker is Apache Kafka, set "
+                                         "endOffsetProbe=list")
+                msg = consumer.poll(0.1)
+                if msg is None:
+                    continue
+                key = offset_key(msg.topic(), msg.partition())
+                if key not in fetch_from or msg.offset() < fetch_from[key]:
+                    continue  # left over from an earlier assignment
+                err = msg.error()
+                if err is None:
+                    seen[key] = max(seen[key], msg.offset() + 1)
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    ends[key] = max(seen[key], msg.offset())
+                else:
+                    raise KafkaReadError(f"end-offset probe of {key} failed: {err}")
+        finally:
+            consumer.unassign()  # stop background fetching between probes
+        return ends
+
+    # ----------------------------------------------------------------------------- driver: Spark hooks
+
+    def initialOffset(self) -> dict:
+        """Where a new query starts (driver, once; a restarted query uses its checkpoint instead).
+
+        Raises:
+            MissingTopicError: a subscribed topic does not exist and failOnMissingTopic is true.
+            KafkaOptionError: startingOffsets names a partition that does not exist.
+        """
+        partitions = self._discover()
+        available = self._available(partitions)
+        start = self._settings.starting_offsets
+        specific = {offset_key(t, p): off for t, p, off in start.offsets}
+        unknown = sorted(set(specific) - set(available))
+        if unknown:
+            raise KafkaOptionError(f"startingOffsets: partition(s) {', '.join(unknown)} do not exist; "
+                                   "list only existing partitions")
+        offsets = {}
+        for key, (low, end) in available.items():
+            wanted = {"earliest": EARLIEST, "latest": LATEST}.get(start.mode, specific.get(key, EARLIEST))
+            offsets[key] = low if wanted == EARLIEST else end if wanted == LATEST else wanted
+        return offsets
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """``ReadMaxRows(maxOffsetsPerTrigger)`` when that option is set, else read all available."""
+        limit = self._settings.max_offsets_per_trigger
+        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Fix the end of an availableNow run at what the topics hold now (driver, once per query run)."""
+        self._target = {key: end for key, (_low, end) in self._available(self._discover()).items()}
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        """End offsets of the next micro-batch (driver, once per trigger).
+
+        Partitions missing from ``start`` (new partitions, or topics created after the query started) begin at
+        their earliest offset. ``ReadMaxRows`` caps the records of the whole batch, shared across partitions
+        by :func:`share_limit`.
+        """
+        self._commit_processed(start)
+        available = self._available(self._discover())
+        self._last_available = {key: end for key, (_low, end) in available.items()}
+        lags = {}
+        for key, (low, end) in available.items():
+            if self._target is not None:
+                if key not in self._target:
+                    continue  # appeared after the availableNow run started: leave it for a later run
+                end = min(end, self._target[key])
+            begin = start.get(key, low)
+            lags[key] = max(0, end - begin)
+        if isinstance(limit, ReadMaxRows):
+            lags = share_limit(lags, limit.max_rows)
+        elif not isinstance(limit, ReadAllAvailable):
+            raise KafkaConnectorError(f"placement-kafka supports the read limits ReadAllAvailable and ReadMaxRows, "
+                                      f"Spark passed {limit!r}")
+        end_offsets = dict(start)
+        for key, count in lags.items():
+            if key in start or count > 0:
+                end_offsets[key] = start.get(key, available[key][0]) + count
+        return end_offsets
+
+    def reportLatestOffset(self) -> dict | None:
+        """The newest end offsets seen by the last :meth:`latestOffset` (for query progress; no broker call)."""
+        return self._last_available
+
+    def partitions(self, start: dict, end: dict) -> list[KafkaInputPartition]:
+        """One input partition per Kafka partition with records in ``[start, end)`` (driver, once per batch)."""
+        new_keys = [k for k in end if k not in start]
+        lows = {k: low for k, (low, _high) in self._watermarks([parse_offset_key(k) for k in new_keys]).items()}
+        planned = []
+        for key in sorted(end):
+            begin = start.get(key, lows.get(key, 0))
+            if end[key] > begin:
+                topic, partition = parse_offset_key(key)
+                planned.append(KafkaInputPartition(topic, partition, begin, end[key]))
+        return planned
+
+    def commit(self, end: dict) -> None:
+        """Spark has processed everything before ``end`` (driver); see :meth:`_commit_processed`."""
+        self._commit_processed(end)
+
+    def _commit_processed(self, processed: dict) -> None:
+        """Record processed offsets in the ``commitGroup`` consumer group, if set (driver).
+
+        Spark calls :meth:`commit` only when it plans the batch after next, which would leave the group one
+        batch behind and never cover the last batch of an availableNow run. With Spark's (default) synchronous
+        micro-batch execution, the ``start`` of :meth:`latestOffset` is the end of the last completed batch, so
+        it is committed too. Only lag tools read these offsets (the checkpoint is the source of truth), so a
+        failed commit is logged and the query goes on.
+        """
+        group = self._settings.commit_group
+        if group is None:
+            return
+        # Spark's commit(end) arrives after latestOffset has seen a newer start: never move the group back.
+        forward = {k: int(v) for k, v in processed.items() if int(v) > self._last_committed.get(k, -1)}
+        if not forward:
+            return
+        if self._committer is None:
+            self._committer = Consumer(self._settings.consumer_conf(**{"group.id": group}))
+        offsets = [TopicPartition(*parse_offset_key(k), v) for k, v in sorted(forward.items())]
+        try:
+            self._committer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            logger.warning("could not commit offsets to consumer group %s (used by lag tools only): %s", group, exc)
+            return
+        self._last_committed.update(forward)
+
+    def stop(self) -> None:
+        """Close the driver-side clients (driver, when the query terminates)."""
+        for client in (self._admin, self._committer):
+            if client is not None:
+                client.close()
+        self._admin = self._committer = None
+
+    # --------------------------------------------------------------------------------- executor: reading
+
+    def read(self, partition: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
+        """Yield the records ``[start, end)`` of one Kafka partition as Arrow batches.
+
+        Executor, once per planned range; never reads past ``end``. Static and stateless: the result depends
+        only on ``partition``, so a replayed batch reads the same records.
+
+        Raises:
+            KafkaReadError: the broker returned an error, or no record arrived for ``kafkaConsumer.pollTimeoutMs``.
+        """
+        settings = self._settings
+        topic, start, end = partition.topic, partition.start, partition.end
+        # Prefetch the whole range but not much past it: librdkafka keeps fetching until queued.min.messages
+        # are queued (default 100k); matching it to the range made reads 1.5-2.5x faster on tansu.
+        prefetch = {"queued.min.messages": max(1_000, min(end - start, 1_000_000))}
+        consumer = Consumer(settings.consumer_conf(**{**prefetch, **dict(settings.client_props)}))
+        try:
+            consumer.assign([TopicPartition(topic, partition.partition, start)])
+            columns: tuple[list, list, list, list] = ([], [], [], [])  # offset, timestamp, key, value
+            next_offset = start
+            timeout_s = settings.poll_timeout_ms / 1000.0
+            deadline = time.monotonic() + timeout_s
+            while next_offset < end:
+                wanted = min(end - next_offset, _MAX_CONSUME_CHUNK)
+                progressed = False
+                for msg in consumer.consume(num_messages=wanted, timeout=_CONSUME_WAIT_S):
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            if msg.offset() >= end:
+                                next_offset = end  # offsets up to end hold no more records (e.g. markers)
+                            continue
+                        raise KafkaReadError(f"reading {topic} partition {partition.partition} at offset "
+                                             f"{next_offset} (planned end {end}) failed: {err}")
+                    offset = msg.offset()
+                    if offset < next_offset:
+                        continue
+                    if offset >= end:
+                        next_offset = end
+                        break
+                    columns[0].append(offset)
+                    ts_type, ts_ms = msg.timestamp()
+                    columns[1].append(None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts_ms * 1000)
+                    columns[2].append(msg.key())
+                    columns[3].append(msg.value())
+                    next_offset = offset + 1
+                    progressed = True
+                if progressed:
+                    deadline = time.monotonic() + timeout_s
+                elif next_offset < end and time.monotonic() > deadline:
+                    raise KafkaReadError(f"no records from {topic} partition {partition.partition} at offset "
+                                         f"{next_offset} for {timeout_s} s although the batch was planned up to "
+                                         f"{end}; the records may have been deleted, or the broker is "
+                                         "unreachable")
+                if len(columns[0]) >= _ROWS_PER_ARROW_BATCH:
+                    yield _to_arrow(topic, partition.partition, columns)
+                    columns = ([], [], [], [])
+            if columns[0]:
+                yield _to_arrow(topic, partition.partition, columns)
+        finally:
+            consumer.close()
+
+
+def _to_arrow(topic: str, partition: int, columns: tuple[list, list, list, list]) -> pa.RecordBatch:
+    offsets, timestamps, keys, values = columns
+    n = len(offsets)
+    return pa.RecordBatch.from_arrays([
+        pa.array([topic] * n, pa.string()),
+        pa.array([partition] * n, pa.int32()),
+        pa.array(offsets, pa.int64()),
+        pa.array(timestamps, pa.timestamp("us", tz="UTC")),
+        pa.array(keys, pa.binary()),
+        pa.array(values, pa.binary()),
+    ], schema=ARROW_SCHEMA)
+
+
+# ------------------------------------------------------------------------------------------- data source
+
+
+class KafkaDataSource(DataSource):
+    """``spark.readStream.format("placement-kafka")`` / ``df.writeStream.format("placement-kafka")``.
+
+    Options are documented in docs/kafka.md. Register it with ``spark.dataSource.register(KafkaDataSource)``
+    (``streaming.session.build_session`` does this).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return SHORT_NAME
+
+    def schema(self) -> str:
+        return SOURCE_SCHEMA_DDL
+
+    def streamReader(self, schema) -> KafkaStreamReader:
+        """Called by Spark on the driver when the query starts; validates the options."""
+        return KafkaStreamReader(KafkaSourceSettings.from_options(self.options))
+
+    def streamWriter(self, schema, overwrite: bool):
+        """Called by Spark on the driver when the query starts; validates options and the input columns."""
+        from streaming.kafka_sink import KafkaSinkSettings, KafkaStreamWriter
+
+        if overwrite:
+            raise KafkaOptionError("placement-kafka is an append-only sink; use outputMode('append')")
+        return KafkaStreamWriter(KafkaSinkSettings.from_options(self.options, schema))

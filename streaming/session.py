@@ -1,0 +1,77 @@
+"""Build the SparkSession the engine and its tests run on (spec/spark-kafka-facts.md §1, §6).
+
+:func:`build_session` applies the settings measured to work on a small machine, makes sure Spark's Python
+workers run this interpreter and can import the project's packages, and registers the ``placement-kafka``
+data source.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from streaming.kafka_source import KafkaDataSource
+
+#: Defaults applied before the caller's ``conf`` (facts §1 "Session config used everywhere").
+DEFAULT_CONF: Mapping[str, str] = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.memory": "2g",
+    # Stateful operators keep per-cluster state; RocksDB keeps it off the JVM heap and is required by
+    # transformWithStateInPandas (facts §2). Changing the provider of an existing checkpoint is not allowed.
+    "spark.sql.streaming.stateStore.providerClass":
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+}
+
+DEFAULT_LOG_LEVEL = "WARN"
+
+# The directory holding the project's top-level packages (policies/, events/, state/, streaming/).
+_PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+def _prepare_python_workers() -> None:
+    """Environment for Spark's Python workers, read when the JVM starts.
+
+    Workers run ``PYSPARK_PYTHON`` (pyspark's default is whatever ``python3`` is on PATH, which may lack
+    pyarrow and confluent-kafka), so it defaults to this interpreter. They must import ``streaming`` to
+    unpickle the data source, so the project root is appended to ``PYTHONPATH`` when it is not installed.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if _PROJECT_ROOT not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([*paths, _PROJECT_ROOT])
+
+
+def build_session(master: str = "local[2]", app_name: str = "placement-engine",
+                  conf: Mapping[str, str] | None = None, log_level: str = DEFAULT_LOG_LEVEL) -> SparkSession:
+    """Return the active SparkSession, creating it if needed, with ``placement-kafka`` registered.
+
+    Idempotent: a second call returns the running session (``getOrCreate``); settings that only take effect
+    at start-up (master, driver memory) are then not changed.
+
+    Args:
+        master: Spark master URL. For ``local`` masters ``SPARK_LOCAL_IP`` defaults to 127.0.0.1, so Spark
+            binds to loopback only.
+        app_name: the application name shown by Spark.
+        conf: Spark settings applied over :data:`DEFAULT_CONF`.
+        log_level: Spark's log level (``WARN`` or ``ERROR`` keep test output quiet).
+
+    Returns:
+        The SparkSession.
+    """
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    _prepare_python_workers()
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
+        builder = builder.config(key, str(value))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
+    spark.dataSource.register(KafkaDataSource)
+    return spark

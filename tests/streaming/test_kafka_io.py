@@ -1,0 +1,256 @@
+"""The placement-kafka source and sink against a real broker (tansu, or PLACEMENT_TEST_KAFKA) and real Spark.
+
+Every query uses its own topics and checkpoint (tmp_path), runs with availableNow or processAllAvailable (no
+sleeps) and is stopped in try/finally.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions
+from confluent_kafka.admin import AdminClient
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import functions as F
+
+from streaming.kafka_source import (
+    ARROW_SCHEMA,
+    SOURCE_SCHEMA_DDL,
+    KafkaOptionError,
+    KafkaSourceSettings,
+    share_limit,
+)
+from tests.kafka_broker import consume_all, create_topic, produce_records, unique_topic_name
+
+# --------------------------------------------------------------------------------------------- helpers
+
+
+class Collector:
+    """foreachBatch sink that keeps each batch's rows (the function runs in the driver's Python process)."""
+
+    def __init__(self) -> None:
+        self.batches: list[list] = []
+
+    def __call__(self, df, batch_id: int) -> None:
+        self.batches.append(df.collect())
+
+    @property
+    def rows(self) -> list:
+        return [row for batch in self.batches for row in batch]
+
+
+def kafka_stream(spark, bootstrap: str, topic: str, **options):
+    reader = (spark.readStream.format("placement-kafka").option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", topic))
+    for name, value in {"startingOffsets": "earliest", **options}.items():
+        reader = reader.option(name, str(value))
+    return reader.load()
+
+
+def run_available_now(df, checkpoint, name: str) -> Collector:
+    """Run ``df`` with Trigger.AvailableNow into a Collector and wait for it to finish."""
+    collector = Collector()
+    query = (df.writeStream.foreachBatch(collector).option("checkpointLocation", str(checkpoint))
+             .queryName(name).trigger(availableNow=True).start())
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+    return collector
+
+
+def keyed_values(count: int, start: int = 0) -> list[tuple[str, str]]:
+    return [(f"k{i % 17}", f"v{i}") for i in range(start, start + count)]
+
+
+def end_offsets(records) -> dict[int, int]:
+    ends: dict[int, int] = defaultdict(int)
+    for record in records:
+        ends[record.partition] = max(ends[record.partition], record.offset + 1)
+    return dict(ends)
+
+
+def assert_partition_order(rows) -> None:
+    """Within each partition, rows arrive in strictly increasing offset order, with no gaps."""
+    by_partition = defaultdict(list)
+    for row in rows:
+        by_partition[row.partition].append(row.offset)
+    for partition, offsets in by_partition.items():
+        assert offsets == list(range(offsets[0], offsets[0] + len(offsets))), f"partition {partition}"
+
+
+# ------------------------------------------------------------------------------------- no-broker units
+
+
+def test_arrow_schema_is_what_spark_expects_for_the_declared_schema(spark):
+    """read() yields Arrow batches; Spark rejects any whose schema differs from the declared one."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType
+
+    assert to_arrow_schema(StructType.fromDDL(SOURCE_SCHEMA_DDL), timezone="UTC").equals(ARROW_SCHEMA)
+
+
+def test_share_limit_splits_in_proportion_to_lag_and_sums_to_the_limit():
+    shares = share_limit({"t:0": 900, "t:1": 90, "t:2": 10, "t:3": 0}, 100)
+    assert shares == {"t:0": 90, "t:1": 9, "t:2": 1}
+    assert sum(share_limit({"t:0": 5, "t:1": 5, "t:2": 5}, 7).values()) == 7
+    assert share_limit({"t:0": 3, "t:1": 4}, 100) == {"t:0": 3, "t:1": 4}
+
+
+@pytest.mark.parametrize(("options", "named"), [
+    ({"subscribe": "a"}, "kafka.bootstrap.servers"),
+    ({"kafka.bootstrap.servers": "h:1"}, "subscribe"),
+    ({"kafka.bootstrap.servers": "h:1", "subscribe": "a", "startingOffsets": '{"b": {"0": 1}}'}, "'b'"),
+    ({"kafka.bootstrap.servers": "h:1", "subscribe": "a", "startingOffsets": "first"}, "startingOffsets"),
+    ({"kafka.bootstrap.servers": "h:1", "subscribe": "a", "maxoffsetspertrigger": "0"}, "maxOffsetsPerTrigger"),
+    ({"kafka.bootstrap.servers": "h:1", "subscribe": "a", "endoffsetprobe": "guess"}, "endOffsetProbe"),
+    ({"kafka.bootstrap.servers": "h:1", "subscribe": "a", "kafka.enable.auto.commit": "true"},
+     "kafka.enable.auto.commit"),
+])
+def test_bad_source_options_raise_an_error_naming_the_option(options, named):
+    with pytest.raises(KafkaOptionError, match=named):
+        KafkaSourceSettings.from_options(options)
+
+
+def test_option_names_are_matched_case_insensitively():
+    settings = KafkaSourceSettings.from_options({"KAFKA.BOOTSTRAP.SERVERS": "h:1", "Subscribe": "a, b",
+                                                 "maxoffsetspertrigger": "5", "kafka.client.id": "x"})
+    assert (settings.bootstrap_servers, settings.topics, settings.max_offsets_per_trigger) == ("h:1", ("a", "b"), 5)
+    assert settings.consumer_conf()["client.id"] == "x"
+
+
+# ------------------------------------------------------------------------------------------ with Spark
+
+
+def test_reads_each_record_once_in_order_and_resumes_from_checkpoint(spark, kafka_bootstrap, kafka_topic, tmp_path):
+    topic = kafka_topic(partitions=3)
+    produce_records(kafka_bootstrap, topic, keyed_values(600))
+    checkpoint = tmp_path / "ckpt"
+
+    first = run_available_now(kafka_stream(spark, kafka_bootstrap, topic), checkpoint, "kafka_io_first")
+
+    produced = consume_all(kafka_bootstrap, topic)
+    assert len({r.partition for r in produced}) == 3, "the test needs records in every partition"
+    rows = first.rows
+    assert Counter((r.partition, r.offset) for r in rows) == Counter((r.partition, r.offset) for r in produced)
+    assert {(r.partition, r.offset): (r.key, r.value) for r in rows} == \
+        {(r.partition, r.offset): (r.key, r.value) for r in produced}
+    assert {r.topic for r in rows} == {topic} and all(r.timestamp is not None for r in rows)
+    assert_partition_order(rows)
+
+    produce_records(kafka_bootstrap, topic, keyed_values(150, start=600))
+    second = run_available_now(kafka_stream(spark, kafka_bootstrap, topic), checkpoint, "kafka_io_second")
+
+    first_ends = end_offsets(produced)
+    new_rows = second.rows
+    assert len(new_rows) == 150
+    assert all(r.offset >= first_ends.get(r.partition, 0) for r in new_rows)
+    assert sorted(r.value.decode() for r in new_rows) == sorted(v for _k, v in keyed_values(150, start=600))
+    assert_partition_order(new_rows)
+
+
+def test_max_offsets_per_trigger_splits_the_backlog_into_batches(spark, kafka_bootstrap, kafka_topic, tmp_path):
+    topic = kafka_topic(partitions=3)
+    produce_records(kafka_bootstrap, topic, keyed_values(1000))
+
+    result = run_available_now(kafka_stream(spark, kafka_bootstrap, topic, maxOffsetsPerTrigger=300),
+                               tmp_path / "ckpt", "kafka_io_limit")
+
+    sizes = [len(batch) for batch in result.batches]
+    assert sizes == [300, 300, 300, 100]
+    assert len({(r.partition, r.offset) for r in result.rows}) == 1000
+    assert_partition_order(result.rows)
+
+
+def test_commit_group_offsets_are_visible_to_lag_tools_after_a_run(spark, kafka_bootstrap, kafka_topic, tmp_path):
+    topic = kafka_topic(partitions=3)
+    produce_records(kafka_bootstrap, topic, keyed_values(500))
+    group = unique_topic_name("lag-group")
+
+    run_available_now(kafka_stream(spark, kafka_bootstrap, topic, commitGroup=group, maxOffsetsPerTrigger=200),
+                      tmp_path / "ckpt", "kafka_io_commit")
+
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    answer = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=30)
+    committed = {tp.partition: tp.offset for tp in answer.topic_partitions if tp.topic == topic}
+    assert committed == end_offsets(consume_all(kafka_bootstrap, topic))
+
+
+def test_starting_offsets_latest_skips_records_already_in_the_topic(spark, kafka_bootstrap, kafka_topic, tmp_path):
+    topic = kafka_topic(partitions=3)
+    produce_records(kafka_bootstrap, topic, keyed_values(200))
+    collector = Collector()
+    query = (kafka_stream(spark, kafka_bootstrap, topic, startingOffsets="latest").writeStream
+             .foreachBatch(collector).option("checkpointLocation", str(tmp_path / "ckpt"))
+             .queryName("kafka_io_latest").start())
+    try:
+        query.processAllAvailable()  # the start position (the end of the topic) is fixed now
+        produce_records(kafka_bootstrap, topic, keyed_values(40, start=200))
+        query.processAllAvailable()
+    finally:
+        query.stop()
+
+    assert sorted(r.value.decode() for r in collector.rows) == sorted(v for _k, v in keyed_values(40, start=200))
+
+
+def test_sink_writes_key_value_and_headers_that_a_plain_consumer_reads(spark, kafka_bootstrap, kafka_topic,
+                                                                       tmp_path):
+    source, out, routed = kafka_topic(partitions=3), kafka_topic(partitions=1), kafka_topic(partitions=1)
+    produce_records(kafka_bootstrap, source, keyed_values(60))
+    headers = F.array(
+        F.struct(F.lit("ce_specversion").alias("key"), F.lit("1.0").cast("binary").alias("value")),
+        F.struct(F.lit("ce_id").alias("key"), F.col("value").alias("value")),
+    )
+    number = F.regexp_extract(F.col("value").cast("string"), r"v(\d+)", 1).cast("int")
+    outputs = kafka_stream(spark, kafka_bootstrap, source).select(
+        F.col("key").cast("string").alias("key"),          # string key
+        F.upper(F.col("value").cast("string")).alias("value"),  # string value
+        F.when(number % 10 == 0, F.lit(routed)).alias("topic"),  # null -> the topic option
+        headers.alias("headers"),
+    )
+    query = (outputs.writeStream.format("placement-kafka").option("kafka.bootstrap.servers", kafka_bootstrap)
+             .option("topic", out).option("checkpointLocation", str(tmp_path / "ckpt"))
+             .queryName("kafka_io_sink").trigger(availableNow=True).start())
+    try:
+        query.awaitTermination()
+    finally:
+        query.stop()
+
+    written = consume_all(kafka_bootstrap, out) + consume_all(kafka_bootstrap, routed)
+    expected = {f"V{i}": f"k{i % 17}" for i in range(60)}
+    assert Counter(r.value.decode() for r in written) == Counter(expected.keys()), "each row written once"
+    for record in written:
+        number = int(record.value.decode()[1:])
+        assert record.topic == (routed if number % 10 == 0 else out)
+        assert record.key == expected[record.value.decode()].encode()
+        assert record.headers == (("ce_specversion", b"1.0"), ("ce_id", f"v{number}".encode()))
+
+
+def test_missing_topic_fails_at_start_with_a_typed_error(spark, kafka_bootstrap, tmp_path):
+    missing = unique_topic_name("missing")
+    query = (kafka_stream(spark, kafka_bootstrap, missing).writeStream.foreachBatch(Collector())
+             .option("checkpointLocation", str(tmp_path / "ckpt")).queryName("kafka_io_missing")
+             .trigger(availableNow=True).start())
+    try:
+        with pytest.raises(StreamingQueryException) as failure:
+            query.awaitTermination()
+    finally:
+        query.stop()
+    assert "MissingTopicError" in str(failure.value) and missing in str(failure.value)
+
+
+def test_topic_created_after_start_is_read_from_earliest_when_allowed(spark, kafka_bootstrap, tmp_path):
+    later = unique_topic_name("later")
+    collector = Collector()
+    query = (kafka_stream(spark, kafka_bootstrap, later, failOnMissingTopic="false", startingOffsets="latest")
+             .writeStream.foreachBatch(collector).option("checkpointLocation", str(tmp_path / "ckpt"))
+             .queryName("kafka_io_later").start())
+    try:
+        query.processAllAvailable()
+        create_topic(kafka_bootstrap, later, partitions=2)
+        produce_records(kafka_bootstrap, later, keyed_values(30))
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert sorted(r.value.decode() for r in collector.rows) == sorted(v for _k, v in keyed_values(30))
