@@ -79,10 +79,10 @@ def stable_id(*parts: str) -> str:
 
 def jsonable(value: Any) -> Any:
     """A JSON-ready copy: sets become sorted lists, tuples lists, enums their names, bytes text."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
     if isinstance(value, enum.Enum):
         return value.name
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (set, frozenset)):
