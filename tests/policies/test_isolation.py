@@ -371,3 +371,10 @@ def test_explain_keeps_caller_exclusions_apart_from_isolation():
     assert "caller" not in result.explain["excluded"]
     assert result.explain["excluded"]["isolation_group"] == [B3, B4]
     assert result.explain["isolation"] == {"primary": ["group1"], "secondary": [], "source": "client"}
+
+
+def test_star_as_a_secondary_group_is_ignored_not_an_error():
+    policy = make_policy(groups(group1={B1: "rack0", B2: "rack1"}), bookkeeperClientIsolationGroups="group1",
+                         bookkeeperClientSecondaryIsolationGroups="*")
+    for ensemble in ensembles(policy, 3):
+        assert {B1, B2} < set(ensemble) <= {B1, B2, B3, B4}  # no secondary bookies: ungrouped ones fill in
