@@ -118,10 +118,12 @@ class RegionawarePolicy(TopologyAwarePolicy):
         sub = self.sub_policies.get(region)
         if sub is None:
             # BK quirk (spec region-zone-isolation.md §1.1, App. A #3): discovered regions never enforce
-            # durability; configured ones do only when reppMinimumRegionsForDurability > 0 (Java: always).
+            # durability in their random fallbacks.
+            # Differs from Java: configured regions enforce only when reppMinimumRegionsForDurability > 0
+            # (Java: always; without a minimum the region rule is only a preference).
             enforce = region in self.configured_regions and self.min_regions > 0
             sub = RackawarePolicy(self.settings, self.resolver, self._sub_clock, self.features,
-                                  default_location=DEFAULT_REGION_AND_RACK, enforce_durability=enforce)
+                                  default_location=self.default_location, enforce_durability=enforce)
             self.sub_policies[region] = sub
         return sub
 
@@ -136,7 +138,12 @@ class RegionawarePolicy(TopologyAwarePolicy):
             return UNKNOWN_REGION
 
     def _region_key(self, bookie: str) -> str:
-        """Region-level location used by the coverage ensembles: `/` + region name (spec §0.5)."""
+        """Region-level location used by the coverage ensembles: `/` + region name (spec §0.5).
+
+        Differs from Java, which takes a node's distance-2 location: a default-location bookie counts
+        as `UnknownRegion` (Java: `default-region`, a name not in the region list), and a bookie that is
+        no longer known counts in its resolved region (Java: its full location, a region of its own).
+        """
         region = self.region_of.get(bookie)
         return "/" + (region if region is not None else self.region_of_bookie(bookie))
 
@@ -153,14 +160,21 @@ class RegionawarePolicy(TopologyAwarePolicy):
         """A minimum number of regions is configured and the disable feature is off."""
         return self.min_regions > 0 and not self.is_durability_disabled()
 
-    def available_regions(self) -> list[str]:
+    def disallowed_regions(self) -> list[str]:
+        """Regions switched off by their disallow feature right now, sorted (spec §1.6)."""
+        if self.settings.disallow_region_feature is None:
+            return []
+        return [region for region in sorted(self.sub_policies) if self.is_region_disallowed(region)]
+
+    def available_regions(self, disallowed: Iterable[str] | None = None) -> list[str]:
         """Regions with at least one known bookie that are not disallowed, in sorted order (spec §1.3).
 
-        BK quirk (spec region-zone-isolation.md App. A #10): Java visits regions in `HashMap` order;
-        we use sorted region names so the same input always gives the same ensemble.
+        Empty regions are skipped (apache/bookkeeper#4106).
         """
-        return [region for region in sorted(self.sub_policies)
-                if self.sub_policies[region].known and not self.is_region_disallowed(region)]
+        # BK bug fixed (spec region-zone-isolation.md App. A #10): Java visits regions in `HashMap` order;
+        # sorted region names make the same input give the same ensemble everywhere.
+        off = set(self.disallowed_regions() if disallowed is None else disallowed)
+        return [region for region in sorted(self.sub_policies) if self.sub_policies[region].known and region not in off]
 
     # -- membership (spec §1.1) ---------------------------------------------------------------------
 
@@ -177,6 +191,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
             self.sub_policies[region].handle_bookies_that_left(bookies)
 
     def handle_bookies_that_joined(self, bookies: list[str]) -> None:
+        # BK bug fixed (spec region-zone-isolation.md §1.1, §1.8): a location of the wrong depth fails
+        # only that bookie's join (the base class records it); Java lets the error escape onClusterChanged.
         super().handle_bookies_that_joined(bookies)
         per_region: dict[str, list[str]] = {}
         for bookie in bookies:
@@ -281,12 +297,11 @@ class RegionawarePolicy(TopologyAwarePolicy):
                                         "one region is enough")
         return explain
 
-    def _note_disallowed(self, explain: dict[str, Any]) -> None:
-        if self.settings.disallow_region_feature is None:
-            return
-        disallowed = [region for region in sorted(self.sub_policies) if self.is_region_disallowed(region)]
+    def _note_disallowed(self, explain: dict[str, Any]) -> list[str]:
+        disallowed = self.disallowed_regions()
         if disallowed:
             explain["disallowed_regions"] = disallowed
+        return disallowed
 
     def new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
                      custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] = (), *,
@@ -307,8 +322,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         self.validate_quorums(ensemble_size, write_quorum, ack_quorum, min_regions)
         explain = self._new_explain(disabled and self.min_regions > 0)
         excluded = self._exclusion(exclude, explain)
-        self._note_disallowed(explain)
-        available = self.available_regions()
+        available = self.available_regions(self._note_disallowed(explain))
         explain["regions_available"] = available
 
         if not available:
@@ -379,8 +393,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
                             result = sub.new_ensemble_internal(had_e + add, had_w + add_w, had_w + add_w,
                                                                excluded, trial, trial, rng)
                         except NotEnoughBookiesError:
-                            explain["fallbacks"].append(f"region {region}: could not place {had_e + add} "
-                                                        f"bookies; trying {had_e + add - 1}")
+                            explain["fallbacks"].append(f"region {region}: could not take {add} more "
+                                                        f"bookie(s) ({had_e + add} in all)")
                             add -= 1
                             continue
                         coverage = trial
@@ -434,6 +448,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
 
     def _result(self, ensemble: list[str], write_quorum: int, ack_quorum: int,
                 explain: dict[str, Any], bookie: str | None = None) -> PlacementResult:
+        # BK bug fixed (apache/bookkeeper#1898): every result carries the real adherence (Java: the stub's
+        # MEETS_STRICT, or the rack-aware answer on the single-region path).
         return PlacementResult(ensemble, self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum),
                                bookie=bookie, explain=explain)
 
@@ -483,14 +499,14 @@ class RegionawarePolicy(TopologyAwarePolicy):
         self._tick()
         rng = rng if rng is not None else random.Random(0)
         current = list(current_ensemble)
-        if current and bookie_to_replace not in current:
+        if current and bookie_to_replace not in current:  # Java fails with an index error
             raise ValueError(f"bookie_to_replace {bookie_to_replace} is not a member of current_ensemble {current}")
         disabled = self.durability_in_replace and self.is_durability_disabled()
         enforce = self.durability_in_replace and not disabled
         min_regions = self.min_regions if enforce else 1
         explain = self._new_explain(disabled)
         excluded = self._exclusion(exclude, explain)
-        self._note_disallowed(explain)
+        disallowed = set(self._note_disallowed(explain))
         excluded.add(bookie_to_replace)
         coverage = CoverageEnsemble(ensemble_size, write_quorum, ack_quorum, self.settings.min_racks_per_write_quorum,
                                     self._region_key, regions=sorted(self.sub_policies), min_durability=min_regions)
@@ -505,7 +521,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
             coverage.add_node(member)
 
         region = self.region_of_bookie(bookie_to_replace)
-        allowed = [r for r in sorted(self.sub_policies) if not self.is_region_disallowed(r)]
+        allowed = [r for r in sorted(self.sub_policies) if r not in disallowed]
         candidate = None
         if region in allowed:
             notes: list[str] = []

@@ -279,7 +279,8 @@ def test_disk_weights_decide_the_cross_region_fallback():
 def test_disk_weights_decide_when_no_region_is_available():
     features = {"a.off": 1, "b.off": 1}
     policy, _ = make_policy({"a1:3181": "/a/r1", "b1:3181": "/b/r1"}, features=features,
-                            diskWeightBasedPlacementEnabled="true", reppDisallowBookiePlacementInRegionFeatureName="off")
+                            diskWeightBasedPlacementEnabled="true",
+                            reppDisallowBookiePlacementInRegionFeatureName="off")
     policy.update_bookie_info(free(a1=100, b1=200))
     trials = 2000
     picks = Counter(policy.new_ensemble(1, 1, 1, rng=random.Random(s)).ensemble[0] for s in range(trials))
