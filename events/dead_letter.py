@@ -37,7 +37,9 @@ class Reason(enum.Enum):
     INVALID_DISK = "`free_disk` is greater than `total_disk`"
     INVALID_QUORUM = "the quorums break 1 <= ack_quorum <= write_quorum <= ensemble_size"
     BOOKIE_NOT_IN_ENSEMBLE = "a `bookie_replace` names a bookie that is not in its `ensemble`"
-    DUPLICATE_BOOKIE = "a bookie is listed twice in an ensemble or list, or in both writable and readonly"
+    DUPLICATE_BOOKIE = (
+        "a bookie is listed twice in an ensemble or a cluster_view list, or in both writable and readonly"
+    )
 
     def __str__(self) -> str:
         return self.name

@@ -12,6 +12,7 @@ Records built by :func:`events.parse_record` are valid; code past ``events/`` ma
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -227,7 +228,7 @@ class Origin:
     """Where a record came from: a file line, a Kafka offset, or inline (tests, generated input).
 
     Build it with :meth:`from_file`, :meth:`from_kafka` or :meth:`inline`; the constructor does not
-    validate. Cheap to build once per record (a slotted dataclass).
+    validate. The factories are cheap enough to call once per record.
     """
 
     file: str | None = None
@@ -242,25 +243,24 @@ class Origin:
         """A record read from ``path`` at 1-based ``line``.
 
         Raises:
-            EventError: ``line`` is not an int >= 1 or ``path`` is not a string.
+            EventError: ``line`` is not an integer >= 1 or ``path`` is not a string.
         """
         if not isinstance(path, str):
             raise EventError(Reason.WRONG_TYPE, f"path: expected a string, got {describe(path)}")
-        _check_count("line", line, 1)
-        return cls(file=path, line=line)
+        return _new_origin(path, _count("line", line, 1), None, None, None, None)
 
     @classmethod
     def from_kafka(cls, topic: str, partition: int, offset: int) -> Origin:
         """A record read from Kafka ``topic``/``partition`` at ``offset``.
 
+        Integers of other types (numpy's, from a pandas frame) are accepted and stored as ``int``.
+
         Raises:
-            EventError: ``partition`` or ``offset`` is not an int >= 0, or ``topic`` is not a string.
+            EventError: ``partition`` or ``offset`` is not an integer >= 0, or ``topic`` is not a string.
         """
         if not isinstance(topic, str):
             raise EventError(Reason.WRONG_TYPE, f"topic: expected a string, got {describe(topic)}")
-        _check_count("partition", partition, 0)
-        _check_count("offset", offset, 0)
-        return cls(topic=topic, partition=partition, offset=offset)
+        return _new_origin(None, None, topic, _count("partition", partition, 0), _count("offset", offset, 0), None)
 
     @classmethod
     def inline(cls, label: str = "inline") -> Origin:
@@ -281,11 +281,22 @@ class Origin:
         return {"inline": self.label if self.label is not None else "inline"}
 
 
-def _check_count(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise EventError(Reason.WRONG_TYPE, f"{name}: expected an integer >= {minimum}, got {describe(value)}")
+def _count(name: str, value: object, minimum: int) -> int:
+    """``value`` as an int >= ``minimum``; any integer type but bool (``operator.index``)."""
+    if type(value) is int and value >= minimum:
+        return value
+    if not isinstance(value, bool):
+        try:
+            number = operator.index(value)  # numpy integers from pandas frames
+        except TypeError:
+            pass
+        else:
+            if number >= minimum:
+                return number
+    raise EventError(Reason.WRONG_TYPE, f"{name}: expected an integer >= {minimum}, got {describe(value)}")
 
 
+_new_origin = positional_builder(Origin)
 INLINE = Origin.inline()
 
 __all__ = [

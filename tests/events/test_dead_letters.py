@@ -154,3 +154,19 @@ def test_text_without_an_object_has_no_identity():
 def test_reason_str_is_the_code():
     assert str(Reason.INVALID_QUORUM) == "INVALID_QUORUM"
     assert all(member.value for member in Reason)  # every code documents its meaning
+
+
+class _NumpyLikeInt:
+    """Stands in for numpy.int64 from a pandas frame: an integer through __index__ only."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __index__(self):
+        return self.value
+
+
+def test_kafka_origin_accepts_integer_like_offsets():
+    origin = Origin.from_kafka("events", _NumpyLikeInt(2), _NumpyLikeInt(42))
+    assert origin.to_record() == {"topic": "events", "partition": 2, "offset": 42}
+    assert type(origin.offset) is int
