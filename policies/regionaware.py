@@ -178,9 +178,17 @@ class RegionawarePolicy(TopologyAwarePolicy):
 
     # -- membership (spec §1.1) ---------------------------------------------------------------------
 
+    def _tick_sub_policies(self) -> None:
+        """Give every stabilized sub-policy this call's clock reading before membership changes, so a
+        departure is stamped with the current event time (Java's sub-policies use a wall-clock timer)."""
+        if self.settings.stabilize_period_s > 0:
+            for region in sorted(self.sub_policies):
+                self.sub_policies[region]._tick()  # the rack-aware engine offers no public hook for this
+
     def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
         """Spec §1.1: joins create sub-policies on demand; departures leave every sub-policy."""
         self._tick()
+        self._tick_sub_policies()
         return super().on_cluster_changed(writable, readonly)
 
     def handle_bookies_that_left(self, bookies: list[str]) -> None:
@@ -209,6 +217,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
     def on_bookie_rack_change(self, bookies: Iterable[str]) -> None:
         """Re-resolve known bookies; a bookie whose region changed moves to the new region's sub-policy."""
         self._tick()
+        self._tick_sub_policies()
         ordered = sorted(set(bookies))
         super().on_bookie_rack_change(ordered)
         for bookie in ordered:
@@ -340,8 +349,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
             explain["fallbacks"].append(f"single region: rack-aware placement in {region}")
             coverage = self._region_coverage(ensemble_size, write_quorum, ack_quorum, min_regions)
             try:
-                placed = self.sub_policies[region].new_ensemble_internal(
-                    ensemble_size, write_quorum, write_quorum, excluded, coverage, coverage, rng)
+                placed, _ = self._place_in_region(self.sub_policies[region], ensemble_size, write_quorum,
+                                                  excluded, coverage, rng)
             except NotEnoughBookiesError as exc:
                 raise NotEnoughBookiesError(f"cannot place ensemble_size={ensemble_size} in {region}, the only "
                                             f"available region: {exc}") from exc
@@ -388,10 +397,9 @@ class RegionawarePolicy(TopologyAwarePolicy):
                     placed = False
                     while add > 0:
                         add_w = max(1, min(remaining_w, _round_half_up_ratio(write_quorum * add, ensemble_size)))
-                        trial = coverage.copy()
                         try:
-                            result = sub.new_ensemble_internal(had_e + add, had_w + add_w, had_w + add_w,
-                                                               excluded, trial, trial, rng)
+                            result, trial = self._place_in_region(sub, had_e + add, had_w + add_w, excluded,
+                                                                  coverage, rng)
                         except NotEnoughBookiesError:
                             explain["fallbacks"].append(f"region {region}: could not take {add} more "
                                                         f"bookie(s) ({had_e + add} in all)")
@@ -410,7 +418,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
                         maxed.add(region)
                 if region in maxed and had_e > 0:
                     try:
-                        result = sub.new_ensemble_internal(had_e, had_w, had_w, excluded, coverage, coverage, rng)
+                        result, coverage = self._place_in_region(sub, had_e, had_w, excluded, coverage, rng)
                     except NotEnoughBookiesError as exc:
                         # Java lets this escape the loop too (spec §1.4 step 3).
                         raise NotEnoughBookiesError(
@@ -435,6 +443,31 @@ class RegionawarePolicy(TopologyAwarePolicy):
                 f"reppMinimumRegionsForDurability requires: the ensemble would span only {', '.join(spanned)}; "
                 "add bookies to other regions or lower the minimum (reppEnableValidation=false skips this check)")
         return chosen
+
+    @staticmethod
+    def _place_in_region(sub: RackawarePolicy, size: int, write_quorum: int, excluded: set[str],
+                         coverage: CoverageEnsemble, rng: random.Random) -> tuple[PlacementResult, CoverageEnsemble]:
+        """`size` bookies from one region on a copy of `coverage`; returns the result and the extended copy.
+
+        The region's write quorum is passed as its ack quorum, as in Java (spec §1.3-§1.4).
+
+        Raises:
+            NotEnoughBookiesError: the region cannot provide them.
+        """
+        trial = coverage.copy()
+        try:
+            return sub.new_ensemble_internal(size, write_quorum, write_quorum, excluded, trial, trial, rng), trial
+        except NotEnoughBookiesError:
+            if sub.secondary is None:
+                raise
+        # BK bug fixed (spec bookkeeper-rackaware.md §2.4): the sub-policy's own retry on its stabilized
+        # topology reuses the region-level ensemble, which still holds the picks of the failed first
+        # attempt (Java too); retry once more from a clean copy.
+        trial = coverage.copy()
+        notes = ["retried on the stabilized topology"]
+        result = sub.secondary.new_ensemble_internal(size, write_quorum, write_quorum, excluded, trial, trial, rng,
+                                                     fallbacks=notes)
+        return result, trial
 
     def _merge_notes(self, explain: dict[str, Any], region: str, notes: Iterable[str]) -> None:
         """Add a sub-policy's fallback notes, naming the region.

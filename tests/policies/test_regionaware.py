@@ -12,8 +12,8 @@ from policies import Adherence, NotEnoughBookiesError
 from policies.location import UNKNOWN_REGION
 from policies.regionaware import _round_half_up_ratio, region_of_location
 
-from .test_regionaware_support import (blocks, grid, make_policy, multi_region_write_sets, region_counts,
-                                       regions)
+from .test_regionaware_support import (ManualClock, blocks, grid, make_policy, multi_region_write_sets,
+                                       region_counts, regions)
 
 THREE_REGIONS = {  # upstream "three regions": region3 has only two bookies
     "127.0.0.2:3181": "/region2/r1", "127.0.0.3:3181": "/region1/r2", "127.0.0.4:3181": "/region2/r3",
@@ -422,3 +422,20 @@ def test_feature_without_a_configured_name_never_disallows():
     policy, mapping = make_policy(grid({"a": 2, "b": 2}), features=features)
     placed = policy.new_ensemble(4, 4, 2, rng=random.Random(0))
     assert region_counts(mapping, placed.ensemble) == {"a": 2, "b": 2}
+
+
+# -- stabilization (bookkeeper-rackaware.md §2.4, per region as in BookKeeper) ---------------------------
+
+def test_a_region_can_still_use_a_bookie_that_just_left_within_the_stabilization_period():
+    clock = ManualClock(1000.0)
+    bookies = grid({"a": 2, "b": 2})
+    policy, mapping = make_policy(bookies, clock=clock, networkTopologyStabilizePeriodSeconds=60)
+    policy.on_cluster_changed(sorted(set(bookies) - {"a-1-0:3181"}), [])
+    assert policy.pending_leaves() == {"a-1-0:3181": 1060.0}
+    placed = policy.new_ensemble(4, 4, 2, rng=random.Random(0))
+    assert sorted(placed.ensemble) == sorted(bookies)
+    assert "a: retried on the stabilized topology" in placed.explain["fallbacks"]
+    clock.advance(61)
+    assert policy.pending_leaves() == {}
+    with pytest.raises(NotEnoughBookiesError):
+        policy.new_ensemble(4, 4, 2)
