@@ -145,7 +145,8 @@ class PlacementSettings:
             except ValueError:
                 raise ValueError(f"localNodeLocation: expected a network location starting with '/', "
                                  f"got {local!r}") from None
-        isolation = _list(conf, "bookkeeperClientIsolationGroups", ",")
+        # Pulsar's stock broker.conf carries a blank `bookkeeperClientIsolationGroups=` line meaning "unset".
+        isolation = _list(conf, "bookkeeperClientIsolationGroups", ",") or None
         if isolation is None:
             isolation = _list(conf, "isolationBookieGroups", ",")
         secondary = _list(conf, "bookkeeperClientSecondaryIsolationGroups", ",")
@@ -173,15 +174,19 @@ class PlacementSettings:
                                             "repp_disable_durability_enforcement") or "",
             disallow_region_feature=_str(conf, "reppDisallowBookiePlacementInRegionFeatureName", None) or None,
             region_validation=_bool(conf, "reppEnableValidation", True),
-            min_zones_per_write_quorum=_int(conf, "minNumZonesPerWriteQuorum", 2, minimum=1),
+            min_zones_per_write_quorum=_int(conf, "minNumZonesPerWriteQuorum", 2, minimum=0),
             desired_zones_per_write_quorum=_int(conf, "desiredNumZonesPerWriteQuorum", 3, minimum=1),
             strict_zoneaware=_bool(conf, "enforceStrictZoneawarePlacement", True),
             isolation_groups=isolation,
             secondary_isolation_groups=secondary or (),
             keep_stale_readonly_set=_bool(conf, "placement.compat.keepStaleReadOnlySet", False),
         )
-        if settings.isolation_groups is not None and policy in ("rackaware",) and \
-                conf.get("ensemblePlacementPolicy") is None:
+        if settings.isolation_groups is not None and policy != "isolated":
+            if policy != "rackaware":
+                raise ValueError(
+                    f"bookkeeperClientIsolationGroups: isolation groups work only over rack-aware placement "
+                    f"(Pulsar's isolation policy extends it), but ensemblePlacementPolicy is {policy}; "
+                    "remove the groups or use rackaware/isolated")
             # Pulsar selects the isolation policy whenever isolation groups are configured.
             settings = _replace(settings, policy="isolated")
         settings.check()

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TextIO
 
-SEVERITIES = ("info", "warning", "critical")
+SEVERITIES = ("info", "warning", "error", "critical")
 
 
 def event_from_kafka(value: bytes | None, headers: Iterable[tuple[str, bytes]] | None) -> dict[str, Any] | None:

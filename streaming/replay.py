@@ -192,7 +192,7 @@ def run_replay(spark, conf: Mapping[str, str], settings: EngineSettings, events:
         seconds=round(elapsed, 3),
         records_per_second=round(summary.records / elapsed, 1) if elapsed > 0 else None,
         policy=conf.get("ensemblePlacementPolicy", "rackaware"),
-        seed=settings.seed,
+        seed=conf.get("engine.seed", "0"),
         shards_per_cluster=settings.shards_per_cluster,
     )
     (out_dir / "summary.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")

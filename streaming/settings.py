@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from .config import ConfigError
 
 DEFAULTS: dict[str, str] = {
-    "engine.seed": "0",
     "engine.spark.master": "local[2]",
     "engine.spark.shufflePartitions": "2",
     "engine.trigger.seconds": "1",
@@ -61,7 +60,6 @@ def _choice(conf: Mapping[str, str], key: str, choices: tuple[str, ...]) -> str:
 class EngineSettings:
     """Streaming-layer settings (see DEFAULTS for keys and defaults)."""
 
-    seed: int = 0
     spark_master: str = "local[2]"
     shuffle_partitions: int = 2
     trigger_seconds: float = 1.0
@@ -102,7 +100,6 @@ class EngineSettings:
             raise ConfigError("engine.kafka.startingOffsets: expected earliest, latest or a JSON object "
                               f"{{\"topic\": {{\"0\": offset}}}}, got {starting!r}")
         return cls(
-            seed=_int(conf, "engine.seed", minimum=-(2 ** 63)),
             spark_master=str(conf.get("engine.spark.master", DEFAULTS["engine.spark.master"])).strip(),
             shuffle_partitions=_int(conf, "engine.spark.shufflePartitions", minimum=1),
             trigger_seconds=trigger_seconds,

@@ -79,3 +79,22 @@ def test_pulsar_and_bookkeeper_spellings_of_isolation_groups():
     s = PlacementSettings.from_conf({"bookkeeperClientIsolationGroups": "x",
                                      "bookkeeperClientSecondaryIsolationGroups": "y,z"})
     assert s.isolation_groups == ("x",) and s.secondary_isolation_groups == ("y", "z")
+
+
+def test_isolation_groups_select_the_isolated_policy_over_rackaware():
+    for policy in (None, "rackaware", "org.apache.bookkeeper.client.RackawareEnsemblePlacementPolicy"):
+        conf = {"bookkeeperClientIsolationGroups": "g1"}
+        if policy:
+            conf["ensemblePlacementPolicy"] = policy
+        assert PlacementSettings.from_conf(conf).policy == "isolated"
+
+
+@pytest.mark.parametrize("policy", ["regionaware", "zoneaware", "default"])
+def test_isolation_groups_cannot_be_combined_with_other_policies(policy):
+    with pytest.raises(ValueError, match="bookkeeperClientIsolationGroups"):
+        PlacementSettings.from_conf({"bookkeeperClientIsolationGroups": "g1", "ensemblePlacementPolicy": policy})
+
+
+def test_blank_broker_isolation_groups_mean_unset():
+    s = PlacementSettings.from_conf({"bookkeeperClientIsolationGroups": ""})
+    assert s.isolation_groups is None and s.policy == "rackaware"
