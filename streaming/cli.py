@@ -119,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
