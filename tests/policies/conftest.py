@@ -4,7 +4,9 @@
 policy through `create_policy`, registers every listed bookie as writable (and `readonly` as read-only)
 and returns it. Keyword arguments are BookKeeper configuration keys (`minNumRacksPerWriteQuorum=3`);
 `policy=` picks the policy short name (default rack-aware), `clock=` a clock, `resolver_extra=` extra
-resolver entries (bookies mapped but not registered), `features=` the feature switches.
+resolver entries (bookies mapped but not registered), `features=` the feature switches,
+`default_rack=` the policy's default rack (set before the bookies join, as upstream tests call
+`withDefaultRack`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ class ManualClock:
 def build_policy(racks: Mapping[str, Iterable[str]] | None = None, readonly: Iterable[str] = (), *,
                  policy: str = "rackaware", clock: ManualClock | None = None,
                  resolver_extra: Mapping[str, str] | None = None, unmapped: Iterable[str] = (),
-                 features: dict[str, int] | None = None, rack_info: Any = None, **conf: Any):
+                 features: dict[str, int] | None = None, rack_info: Any = None, default_rack: str | None = None,
+                 **conf: Any):
     """A policy with every bookie of `racks` writable (plus `unmapped` bookies, which get the default rack)."""
     racks = {rack: list(members) for rack, members in (racks or {}).items()}
     mapping = {bookie: rack for rack, members in racks.items() for bookie in members}
@@ -41,6 +44,8 @@ def build_policy(racks: Mapping[str, Iterable[str]] | None = None, readonly: Ite
     settings = {"ensemblePlacementPolicy": policy, **conf}
     built = create_policy(settings, resolver=mapping, clock=clock or ManualClock(),
                           rack_info=rack_info, features=features if features is not None else {})
+    if default_rack is not None:
+        built.with_default_rack(default_rack)
     writable = [b for members in racks.values() for b in members] + list(unmapped)
     built.on_cluster_changed(writable, list(readonly))
     return built

@@ -1,0 +1,176 @@
+"""Stabilization: departed bookies stay usable by a secondary instance for a grace period
+(spec bookkeeper-rackaware.md §2.4; upstream testPlacementOnStabilizeNetworkTopology)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from policies import Adherence, BookieInfo, NotEnoughBookiesError
+from policies.stabilize import StabilizedTopology
+
+D = "/default-region/default-rack"
+A1, A2, A3, A4 = "127.0.0.2:3181", "127.0.0.3:3181", "127.0.0.4:3181", "127.0.0.5:3181"
+LAYOUT = {"/default-region/rack1": [A1], D: [A2, A3], "/default-region/rack2": [A4]}
+P = 60
+
+
+@pytest.fixture
+def stabilized(make_policy, clock):
+    def build(**conf):
+        return make_policy(LAYOUT, default_rack=D, clock=clock, networkTopologyStabilizePeriodSeconds=P, **conf)
+    return build
+
+
+def test_flapping_bookie_is_used_only_when_needed(stabilized, clock):
+    """testPlacementOnStabilizeNetworkTopology."""
+    policy = stabilized()
+    clock.advance(5)
+    dead = policy.on_cluster_changed([A1, A2, A3], [])
+    assert dead == set()     # BK quirk kept (App. A #1): empty with stabilization on
+    for seed in range(20):
+        result = policy.new_ensemble(3, 2, 2, rng=random.Random(seed))
+        assert A4 not in result.ensemble
+        assert result.adherence == Adherence.FAIL
+        assert "retried on the stabilized topology" not in result.explain["fallbacks"]
+    result = policy.new_ensemble(4, 2, 2, rng=random.Random(0))
+    assert A4 in result.ensemble
+    assert result.adherence == Adherence.FAIL
+    assert result.explain["fallbacks"][-1] == "retried on the stabilized topology"
+    policy.check_invariants()
+
+
+def test_departed_bookie_unusable_after_the_period(stabilized, clock):
+    policy = stabilized()
+    policy.on_cluster_changed([A1, A2, A3], [])
+    left_at = clock.now
+    assert policy.pending_leaves() == {A4: left_at + P}
+    clock.advance(P - 0.001)
+    assert A4 in policy.new_ensemble(4, 2, 2, rng=random.Random(0)).ensemble
+    clock.advance(0.001)
+    assert policy.pending_leaves() == {}
+    with pytest.raises(NotEnoughBookiesError, match="stabilized topology"):
+        policy.new_ensemble(4, 2, 2, rng=random.Random(0))
+    policy.check_invariants()
+
+
+def test_rejoin_cancels_and_a_new_departure_restarts_the_delay(stabilized, clock):
+    policy = stabilized()
+    start = clock.now
+    policy.on_cluster_changed([A1, A2, A3], [])         # leaves at start
+    clock.advance(10)
+    policy.on_cluster_changed([A1, A2, A3, A4], [])     # back
+    assert policy.pending_leaves() == {}
+    clock.advance(10)
+    policy.on_cluster_changed([A1, A2, A3], [])         # leaves again at start + 20
+    assert policy.pending_leaves() == {A4: start + 20 + P}
+    clock.now = start + P + 1                            # the first departure's delay is over
+    assert A4 in policy.new_ensemble(4, 2, 2, rng=random.Random(0)).ensemble
+    clock.now = start + 20 + P
+    with pytest.raises(NotEnoughBookiesError):
+        policy.new_ensemble(4, 2, 2)
+
+
+def test_rejoin_under_another_rack_moves_the_leaf(stabilized, clock):
+    """BK bug fixed (App. A #10): no stale copy of the bookie stays under its old rack."""
+    policy = stabilized()
+    policy.on_cluster_changed([A1, A2, A3], [])
+    policy.resolver.mapping[A4] = "/default-region/rack9"
+    clock.advance(1)
+    policy.on_cluster_changed([A1, A2, A3, A4], [])
+    secondary = policy.secondary
+    assert list(secondary.topology.leaves("/default-region/rack2")) == []
+    assert list(secondary.topology.leaves("/default-region/rack9")) == [A4]
+    policy.check_invariants()
+
+
+def test_without_stabilization_dead_bookies_are_reported(make_policy):
+    policy = make_policy(LAYOUT, default_rack=D)
+    assert policy.on_cluster_changed([A1, A3], [A2]) == {A4}
+    assert policy.pending_leaves() == {}
+    assert policy.secondary is None
+
+
+def test_secondary_gets_weights_rack_changes_and_default_rack(stabilized):
+    """BK bug fixed (App. A #8): Java's secondary keeps uniform weights, old racks, /default-rack."""
+    policy = stabilized(diskWeightBasedPlacementEnabled=True)
+    secondary = policy.secondary
+    assert secondary.default_location == D
+    policy.update_bookie_info({A1: BookieInfo(total_disk=10, free_disk=7)})
+    assert secondary.weights == {A1: 7, A2: 0, A3: 0, A4: 0}
+    policy.resolver.mapping[A2] = "/default-region/rack3"
+    policy.on_bookie_rack_change([A2])
+    assert secondary.known[A2] == "/default-region/rack3"
+    assert secondary.topology.rack_of(A2) == "/default-region/rack3"
+    policy.with_default_rack("/default-region/other")
+    assert secondary.default_location == "/default-region/other"
+    policy.check_invariants()
+
+
+def test_replace_bookie_retries_on_the_secondary(stabilized, clock):
+    """Only the same-rack step walks the tree, so only a rack-mate of the departed bookie can get it."""
+    policy = stabilized()
+    policy.resolver.mapping["x:1"] = "/default-region/rack2"
+    policy.on_cluster_changed([A1, A2, A3], [])
+    result = policy.replace_bookie(4, 2, 2, None, [A1, A2, A3, "x:1"], "x:1", rng=random.Random(0))
+    assert result.bookie == A4
+    assert result.explain["fallbacks"][-1] == "retried on the stabilized topology"
+
+
+def test_state_round_trip_decides_like_the_original(stabilized, make_policy, clock):
+    """export_state -> JSON -> import_state into a fresh policy: same pending departures, same decisions."""
+    policy = stabilized(diskWeightBasedPlacementEnabled=True)
+    policy.update_bookie_info({A1: BookieInfo(total_disk=100, free_disk=50), A3: BookieInfo(total_disk=100,
+                                                                                            free_disk=90)})
+    policy.register_slow_bookie(A2, 3)
+    clock.advance(7)
+    policy.on_cluster_changed([A1, A2, A3], [A4])
+    state = json.loads(json.dumps(policy.export_state()))
+    restored = make_policy({}, default_rack=D, clock=clock, networkTopologyStabilizePeriodSeconds=P,
+                           diskWeightBasedPlacementEnabled=True, resolver_extra=policy.resolver.mapping)
+    restored.import_state(state)
+    restored.check_invariants()
+    assert restored.export_state() == policy.export_state()
+    assert restored.pending_leaves() == policy.pending_leaves() == {A4: clock.now + P}
+    policy.resolver.mapping["x:1"] = restored.resolver.mapping["x:1"] = "/default-region/rack2"
+    for seed in range(10):
+        for method, args in (("new_ensemble", (4, 2, 2)), ("new_ensemble", (3, 2, 2)),
+                             ("replace_bookie", (3, 2, 2, None, [A1, A2, "x:1"], "x:1")),
+                             ("replace_bookie", (3, 2, 2, None, [A1, A2, A3], A1))):
+            assert outcome(policy, method, args, seed) == outcome(restored, method, args, seed)
+    assert policy.reorder_read_sequence([A1, A2, A3], None, [0, 1, 2]) == \
+        restored.reorder_read_sequence([A1, A2, A3], None, [0, 1, 2])
+    clock.advance(P)
+    assert restored.pending_leaves() == policy.pending_leaves() == {}
+
+
+def outcome(policy, method, args, seed):
+    try:
+        result = getattr(policy, method)(*args, rng=random.Random(seed))
+    except NotEnoughBookiesError as exc:
+        return ("NotEnough", str(exc))
+    return (result.ensemble, result.adherence, result.bookie, result.explain)
+
+
+def test_stabilized_topology_unit():
+    topology = StabilizedTopology(10)
+    topology.advance(0.0)
+    topology.add("a", "/r1")
+    topology.add("b", "/r2")
+    topology.remove("a")
+    topology.remove("zz")                    # not in the tree: ignored
+    assert sorted(topology.leaves("")) == ["a", "b"] and topology.pending == {"a": 0.0}
+    assert topology.advance(9.99) == frozenset()
+    assert topology.advance(10.0) == frozenset({"a"})
+    assert list(topology.leaves("")) == ["b"] and topology.num_racks == 1
+    topology.remove("b")
+    topology.advance(11.0)
+    topology.remove("b")                     # already pending: keeps the first departure time
+    assert topology.expiries() == {"b": 20.0}
+    copy = topology.copy()
+    copy.check_invariants()
+    assert copy.expiries() == {"b": 20.0}
+    with pytest.raises(ValueError, match="networkTopologyStabilizePeriodSeconds"):
+        StabilizedTopology(0)
