@@ -793,5 +793,6 @@ class RegionawarePolicy(TopologyAwarePolicy):
             assert region == region_of_location(location), (bookie, location, region)
             assert self.sub_policies[region].known.get(bookie) == location, (bookie, region)
         for region, sub in self.sub_policies.items():
+            sub.check_invariants()
             for bookie in sub.known:
                 assert self.region_of.get(bookie) == region, (bookie, region)

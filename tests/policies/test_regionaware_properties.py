@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from policies import NotEnoughBookiesError
+from policies import Adherence, NotEnoughBookiesError
 
 from .test_regionaware_support import make_policy, region_of, write_set_members
 
@@ -145,3 +145,47 @@ def test_membership_and_rack_changes_keep_regions_consistent(bookies, steps):
         policy.check_invariants()
         for region, sub in policy.sub_policies.items():
             assert all(region_of(loc) == region or loc == "/default-region/default-rack" for loc in sub.known.values())
+
+
+@st.composite
+def ensembles(draw, max_ensemble: int = 6):
+    """A cluster, an ensemble drawn from it (any placement, good or bad), quorums and exclusions."""
+    bookies = draw(clusters())
+    names = sorted(bookies)
+    size = draw(st.integers(1, min(max_ensemble, len(names))))
+    ensemble = draw(st.permutations(names).map(lambda p: list(p[:size])))
+    write = draw(st.integers(1, size))
+    exclude = set(draw(st.lists(st.sampled_from(names), max_size=3)))
+    return bookies, ensemble, (size, write, draw(st.integers(1, write))), exclude
+
+
+@given(case=ensembles(), seed=st.integers(0, 2**32 - 1))
+def test_replacement_is_a_new_eligible_bookie_in_the_same_position(case, seed):
+    bookies, ensemble, sizes, exclude = case
+    policy, _ = make_policy(bookies)
+    position = seed % len(ensemble)
+    try:
+        result = policy.replace_bookie(*sizes, None, ensemble, ensemble[position], exclude, rng=random.Random(seed))
+    except NotEnoughBookiesError:
+        assert not set(policy.known) - set(ensemble) - exclude
+        return
+    assert result.bookie in policy.known and result.bookie not in set(ensemble) | exclude
+    assert result.ensemble == ensemble[:position] + [result.bookie] + ensemble[position + 1:]
+    assert result.adherence == policy.is_ensemble_adhering(result.ensemble, sizes[1], sizes[2])
+
+
+@given(case=ensembles(), seed=st.integers(0, 2**32 - 1), durable=st.booleans())
+def test_replace_to_adhere_returns_an_adhering_ensemble_or_nothing(case, seed, durable):
+    """The repair keeps the size, only brings in eligible bookies, and its answer is the check's answer."""
+    bookies, ensemble, sizes, exclude = case
+    durable = durable and len(regions_in(bookies)) >= 2
+    conf = {"reppRegionsToWrite": ";".join(regions_in(bookies)), "reppMinimumRegionsForDurability": 2} \
+        if durable else {}
+    policy, _ = make_policy(bookies, **conf)
+    result = policy.replace_to_adhere(*sizes, exclude, ensemble, rng=random.Random(seed))
+    if not result.ensemble:
+        assert result.adherence == Adherence.FAIL
+        return
+    assert result.adherence == policy.is_ensemble_adhering(result.ensemble, sizes[1], sizes[2]) != Adherence.FAIL
+    assert len(result.ensemble) == len(ensemble) == len(set(result.ensemble))
+    assert not (set(result.ensemble) - set(ensemble)) & exclude
