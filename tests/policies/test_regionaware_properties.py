@@ -8,7 +8,7 @@ import random
 from collections import Counter
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 from policies import Adherence, NotEnoughBookiesError
@@ -90,7 +90,7 @@ def test_durability_holds_whenever_enforced_placement_succeeds(case, seed):
     """Every region configured with two or more racks: each acknowledged entry spans `minimum` regions."""
     minimum, bookies, sizes = case
     all_regions = regions_in(bookies)
-    ensemble_size, write_quorum, ack_quorum = sizes
+    _, write_quorum, ack_quorum = sizes
     policy, mapping = make_policy(bookies, reppRegionsToWrite=";".join(all_regions),
                                   reppMinimumRegionsForDurability=minimum)
     try:
