@@ -70,14 +70,6 @@ def known_bookie_ids() -> set[str]:
     return _VALID_IDS
 
 
-def required(obj: dict, key: str, record_type: str) -> object:
-    """The value of ``key``, which must be present (null counts as present)."""
-    value = obj.get(key, MISSING)
-    if value is MISSING:
-        raise EventError(Reason.MISSING_FIELD, f"{key}: required for {record_type} but missing")
-    return value
-
-
 def _surrogate_error(key: str, value: str) -> EventError:
     try:
         value.encode("utf-8")
@@ -284,6 +276,5 @@ __all__ = [
     "ledger_id",
     "location",
     "optional_text",
-    "required",
     "text",
 ]
