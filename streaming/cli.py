@@ -51,22 +51,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .job import kafka_outputs, kafka_records, place
+    from .job import start_kafka_job
 
     conf = load_conf(args.conf, args.set)
     settings = _engine_settings(conf)
     settings.require_kafka()
     spark = _session(settings, "placement-engine")
-    outputs = kafka_outputs(place(kafka_records(spark, settings), conf, settings, "kafka"), settings)
-    writer = outputs.writeStream.option("checkpointLocation", settings.checkpoint_location) \
-        .trigger(processingTime=f"{settings.trigger_seconds} seconds").queryName("placement-engine")
-    if settings.kafka_connector == "native":
-        writer = writer.format("kafka").option("kafka.bootstrap.servers", settings.bootstrap_servers)
-    else:
-        writer = writer.format("placement-kafka").option("kafka.bootstrap.servers", settings.bootstrap_servers)
-    for key, value in sorted(settings.kafka_client.items()):
-        writer = writer.option(f"kafka.{key}", value)
-    query = writer.outputMode("append").start()
+    query = start_kafka_job(spark, conf, settings)
     log.info("placement-engine running: %s + %s -> %s, %s, %s (checkpoint %s)", settings.events_topic,
              settings.requests_topic, settings.decisions_topic, settings.alerts_topic,
              settings.dead_letters_topic, settings.checkpoint_location)

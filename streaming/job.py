@@ -110,3 +110,22 @@ def kafka_outputs(outputs: DataFrame, settings: EngineSettings) -> DataFrame:
     plain = F.array(header("content-type", F.lit("application/json")))
     return outputs.select(topic.alias("topic"), F.col("cluster").alias("key"), value.alias("value"),
                           F.when(is_alert, alert_headers).otherwise(plain).alias("headers"))
+
+
+def start_kafka_job(spark: SparkSession, conf: Mapping[str, str], settings: EngineSettings,
+                    query_name: str = "placement-engine"):
+    """Start the `run` query: Kafka events + requests -> decisions, alerts, dead letters on Kafka.
+
+    Returns the running `StreamingQuery`; its checkpoint (`engine.checkpointLocation`) holds the
+    source offsets and every cluster's state, so a restart resumes where the last batch committed.
+    """
+    outputs = kafka_outputs(place(kafka_records(spark, settings), conf, settings, "kafka"), settings)
+    writer = outputs.writeStream.option("checkpointLocation", settings.checkpoint_location) \
+        .trigger(processingTime=f"{settings.trigger_seconds} seconds").queryName(query_name)
+    if settings.kafka_connector == "native":
+        writer = writer.format("kafka").option("kafka.bootstrap.servers", settings.bootstrap_servers)
+    else:
+        writer = writer.format("placement-kafka").option("kafka.bootstrap.servers", settings.bootstrap_servers)
+    for key, value in sorted(settings.kafka_client.items()):
+        writer = writer.option(f"kafka.{key}", value)
+    return writer.outputMode("append").start()

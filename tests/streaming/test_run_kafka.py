@@ -1,0 +1,150 @@
+"""`placement-engine run` against a real Kafka-protocol broker (tansu over TCP): records in, decisions,
+alerts and dead letters out, restart from the checkpoint, and the kafka-python alert consumer."""
+
+import io
+import json
+from argparse import Namespace
+
+import pytest
+
+from state.settings import MODEL_KEYS
+from streaming.alert_consumer import run_alerts
+from streaming.job import start_kafka_job
+from streaming.settings import EngineSettings
+from tests.kafka_broker import consume_all, produce_records
+
+T0 = 1_790_000_000_000
+
+
+def _iso(seconds: float) -> str:
+    from events import format_time
+
+    return format_time(T0 + int(seconds * 1000))
+
+
+def _bookies(cluster: str) -> list[dict]:
+    return [{"type": "bookie_writable", "cluster": cluster, "time": _iso(0), "bookie": f"bk{i}:3181",
+             "location": f"/rack{i % 3}"} for i in range(6)]
+
+
+def _creates(cluster: str, start: int, count: int) -> list[dict]:
+    return [{"type": "ledger_create", "cluster": cluster, "time": _iso(10 + n), "request_id": f"{cluster}-r{n}",
+             "ledger_id": n, "ensemble_size": 3, "write_quorum": 3, "ack_quorum": 2}
+            for n in range(start, start + count)]
+
+
+def _keyed(records):
+    return [(r["cluster"], json.dumps(r)) for r in records]
+
+
+@pytest.fixture
+def topics(kafka_topic):
+    return {name: kafka_topic(partitions=2, prefix=name) for name in
+            ("events", "requests", "decisions", "alerts", "dead")}
+
+
+def _conf(kafka_bootstrap, topics, checkpoint):
+    return {
+        "ensemblePlacementPolicy": "rackaware",
+        "minNumRacksPerWriteQuorum": "2",
+        "engine.seed": "11",
+        "engine.kafka.bootstrapServers": kafka_bootstrap,
+        "engine.kafka.eventsTopic": topics["events"],
+        "engine.kafka.requestsTopic": topics["requests"],
+        "engine.kafka.decisionsTopic": topics["decisions"],
+        "engine.kafka.alertsTopic": topics["alerts"],
+        "engine.kafka.deadLettersTopic": topics["dead"],
+        "engine.kafka.consumerGroup": "",
+        "engine.checkpointLocation": str(checkpoint),
+        "engine.trigger.seconds": "0.5",
+    }
+
+
+def _run_once(spark, conf, name):
+    settings = EngineSettings.from_conf(conf, frozenset(MODEL_KEYS))
+    query = start_kafka_job(spark, conf, settings, query_name=name)
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+
+
+def test_run_answers_every_request_across_a_restart(spark, kafka_bootstrap, topics, tmp_path):
+    conf = _conf(kafka_bootstrap, topics, tmp_path / "checkpoint")
+    produce_records(kafka_bootstrap, topics["events"], _keyed(_bookies("c1") + _bookies("c2")))
+    first = _creates("c1", 0, 20) + _creates("c2", 0, 5)
+    produce_records(kafka_bootstrap, topics["requests"], _keyed(first))
+    produce_records(kafka_bootstrap, topics["requests"], [("c1", "{not json"),
+                                                          ("c1", json.dumps({**first[0], "request_id": "bad",
+                                                                             "write_quorum": 9}))])
+    # A single-rack ensemble: the check answers FAIL and raises a not-adhering alert.
+    check = {"type": "ensemble_check", "cluster": "c1", "time": _iso(50), "request_id": "check-1",
+             "ledger_id": 99, "ensemble": ["bk0:3181", "bk3:3181"], "write_quorum": 2, "ack_quorum": 2}
+    produce_records(kafka_bootstrap, topics["requests"], _keyed([check]))
+    _run_once(spark, conf, "run-e2e-1")
+
+    second = _creates("c1", 20, 15)
+    produce_records(kafka_bootstrap, topics["requests"], _keyed(second))
+    _run_once(spark, conf, "run-e2e-2")
+
+    decisions = [json.loads(r.value) for r in consume_all(kafka_bootstrap, topics["decisions"])]
+    by_request: dict[str, dict] = {}
+    for decision in decisions:
+        earlier = by_request.setdefault(decision["request_id"], decision)
+        assert earlier == decision, "a duplicate (at-least-once) must be identical, id included"
+    expected = {r["request_id"] for r in first + second} | {"bad", "check-1"}
+    assert set(by_request) == expected
+    assert all(by_request[r["request_id"]]["status"] == "ok" for r in first + second)
+    assert by_request["bad"]["error"]["code"] == "INVALID_REQUEST"
+    assert by_request["check-1"]["adherence"] == "FAIL"
+    keys = {r.key for r in consume_all(kafka_bootstrap, topics["decisions"])}
+    assert keys == {b"c1", b"c2"}
+
+    letters = [json.loads(r.value) for r in consume_all(kafka_bootstrap, topics["dead"])]
+    not_json = [d for d in letters if d["code"] == "INVALID_JSON"]
+    assert len({d["id"] for d in not_json}) == 1
+    assert not_json[0]["raw"] == "{not json"
+    assert set(not_json[0]["source"]) == {"topic", "partition", "offset"}
+    assert not_json[0]["source"]["topic"] == topics["requests"]
+
+    alerts = consume_all(kafka_bootstrap, topics["alerts"])
+    assert alerts, "the FAIL ensemble check must raise an alert"
+    headers = dict(alerts[0].headers)
+    assert headers["ce_specversion"] == b"1.0" and headers["ce_type"].startswith(b"placement.")
+    assert headers["ce_source"] == b"placement-engine/c1"
+    assert json.loads(alerts[0].value)["severity"]
+
+
+def test_alert_consumer_deduplicates_and_filters_against_the_broker(kafka_bootstrap, topics, tmp_path):
+    def event(event_id, cluster, kind, severity):
+        return {"specversion": "1.0", "id": event_id, "source": f"placement-engine/{cluster}", "type": kind,
+                "subject": "bk1:3181", "time": _iso(1), "datacontenttype": "application/json",
+                "data": {"cluster": cluster, "severity": severity, "message": f"{kind} on {cluster}"}}
+
+    structured = [event("a1", "c1", "placement.bookie.flapping", "warning"),
+                  event("a1", "c1", "placement.bookie.flapping", "warning"),
+                  event("a2", "c2", "placement.decision.failed", "error"),
+                  event("a3", "c1", "placement.decision.not_adhering", "info")]
+    produce_records(kafka_bootstrap, topics["alerts"], [("c", json.dumps(e)) for e in structured])
+    binary = event("a4", "c1", "placement.decision.failed", "error")
+    headers = [(f"ce_{k}", str(binary[k]).encode()) for k in ("specversion", "id", "source", "type", "subject",
+                                                                "time")]
+    produce_records(kafka_bootstrap, topics["alerts"], [("c1", json.dumps(binary["data"]))], headers=headers)
+    produce_records(kafka_bootstrap, topics["alerts"], [("c1", json.dumps(binary["data"]))], headers=headers)
+    conf_file = tmp_path / "alerts.properties"
+    conf_file.write_text(f"engine.kafka.bootstrapServers={kafka_bootstrap}\n"
+                         f"engine.kafka.alertsTopic={topics['alerts']}\n")
+
+    def run(**options):
+        args = Namespace(conf=str(conf_file), set=[], cluster=[], type=[], severity="info", json=True,
+                         from_beginning=True, idle_timeout=3.0, max_messages=None)
+        for key, value in options.items():
+            setattr(args, key, value)
+        out = io.StringIO()
+        assert run_alerts(args, out) == 0
+        return [json.loads(line) for line in out.getvalue().splitlines()]
+
+    assert sorted(e["id"] for e in run()) == ["a1", "a2", "a3", "a4"]
+    assert sorted(e["id"] for e in run(cluster=["c1"])) == ["a1", "a3", "a4"]
+    assert sorted(e["id"] for e in run(severity="error")) == ["a2", "a4"]
+    assert [e["id"] for e in run(type=["placement.bookie."])] == ["a1"]
