@@ -99,6 +99,175 @@ def _differ(current: Sequence[str], proposed: Sequence[str]) -> float:
     return sum(1 for a, b in zip(current, proposed) if a != b)
 
 
+class _RackWeights:
+    """Exact disk-weighted draws over a union of racks, in O(racks) per draw (spec §7.3-§7.4).
+
+    BookKeeper builds a selector over the scope's leaves for every pick (O(bookies)). The capped weight
+    of a leaf only depends on three numbers of the scope: the median weight, the smallest non-zero
+    weight and the total (zero: uniform). Racks keep their weights sorted with prefix sums, so a scope's
+    median is an order statistic of (all weights minus the excluded racks' weights), a rack's capped mass
+    is a bisection, and a draw walks the racks then bisects inside one. The distribution is exactly the
+    one of a fresh `WeightedRandomSelectionImpl` over the scope.
+    """
+
+    __slots__ = ("max_multiple", "racks", "members", "sorted_weights", "prefix", "zeros", "min_nonzero",
+                 "totals", "all_sorted", "total", "_scopes", "_limit")
+
+    def __init__(self, index: tuple[list[str], list[str], dict[str, tuple[int, int]]],
+                 weights: Mapping[str, int], max_multiple: int) -> None:
+        flat, _, ranges = index
+        self.max_multiple = max_multiple
+        self.racks = sorted(ranges)
+        self.members: dict[str, list[str]] = {}
+        self.sorted_weights: dict[str, list[int]] = {}
+        self.prefix: dict[str, list[int]] = {}
+        self.zeros: dict[str, int] = {}
+        self.min_nonzero: dict[str, float] = {}
+        self.totals: dict[str, int] = {}
+        everything: list[int] = []
+        for rack in self.racks:
+            start, end = ranges[rack]
+            pairs = sorted((max(0, weights.get(b, 0)), b) for b in flat[start:end])
+            ordered = [w for w, _ in pairs]
+            self.members[rack] = [b for _, b in pairs]
+            self.sorted_weights[rack] = ordered
+            running = [0]
+            for w in ordered:
+                running.append(running[-1] + w)
+            self.prefix[rack] = running
+            zeros = bisect.bisect_right(ordered, 0)
+            self.zeros[rack] = zeros
+            self.min_nonzero[rack] = ordered[zeros] if zeros < len(ordered) else float("inf")
+            self.totals[rack] = running[-1]
+            everything.extend(ordered)
+        everything.sort()
+        self.all_sorted = everything
+        self.total = sum(everything)
+        self._scopes: dict[Any, tuple[list[str], list[float], float, float] | None] = {}
+        self._limit = max(256, 2_000_000 // max(1, len(self.racks)))
+
+    def _kth(self, k: int, excluded: Sequence[str]) -> int:
+        """The k-th smallest (0-based) weight of all leaves minus the excluded racks' leaves."""
+        values = self.all_sorted
+        if not excluded:
+            return values[k]
+        lists = [self.sorted_weights[r] for r in excluded]
+        lo, hi = 0, len(values) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            v = values[mid]
+            remaining = bisect.bisect_right(values, v) - sum(bisect.bisect_right(x, v) for x in lists)
+            if remaining >= k + 1:
+                hi = mid
+            else:
+                lo = mid + 1
+        return values[lo]
+
+    def scope_excluding(self, excluded: tuple[str, ...]) -> tuple[list[str], list[float], float, float] | None:
+        """The scope "every rack but `excluded`" (sorted rack names of the tree); cached."""
+        key = ("~",) + excluded
+        found = self._scopes.get(key, False)
+        if found is not False:
+            return found  # type: ignore[return-value]
+        skip = set(excluded)
+        return self._scope(key, [r for r in self.racks if r not in skip], excluded)
+
+    def scope_rack(self, rack: str) -> tuple[list[str], list[float], float, float] | None:
+        """The scope of one rack of the tree; cached."""
+        found = self._scopes.get(rack, False)
+        if found is not False:
+            return found  # type: ignore[return-value]
+        return self._scope(rack, [rack], ())
+
+    def _scope(self, key: Any, racks: list[str], excluded: Sequence[str]
+               ) -> tuple[list[str], list[float], float, float] | None:
+        """(racks, cumulative capped masses, cap, zero-weight mass) of a scope; None when it is empty."""
+        count = sum(len(self.members[r]) for r in racks)
+        if count == 0:
+            result = None
+        else:
+            total = sum(self.totals[r] for r in racks)
+            cap = float("inf")
+            if total == 0:
+                zero_mass = 1.0                                   # all zero: uniform
+            else:
+                zero_mass = min(self.min_nonzero[r] for r in racks)
+                if len(racks) == 1:
+                    ordered = self.sorted_weights[racks[0]]
+                    kth = ordered.__getitem__
+                else:
+                    def kth(k: int) -> int:
+                        return self._kth(k, excluded)
+                median = kth(count // 2) if count % 2 else (kth(count // 2 - 1) + kth(count // 2)) / 2.0
+                if self.max_multiple > 0 and median > 0:
+                    cap = self.max_multiple * median
+                    zero_mass = min(zero_mass, cap)
+            cumulative: list[float] = []
+            running = 0.0
+            for rack in racks:
+                running += self._rack_mass(rack, cap, zero_mass)
+                cumulative.append(running)
+            result = (racks, cumulative, cap, zero_mass)
+        if len(self._scopes) >= self._limit:
+            self._scopes = {}
+        self._scopes[key] = result
+        return result
+
+    def _rack_mass(self, rack: str, cap: float, zero_mass: float) -> float:
+        ordered = self.sorted_weights[rack]
+        j = len(ordered) if cap == float("inf") else bisect.bisect_right(ordered, cap)
+        return self.zeros[rack] * zero_mass + self.prefix[rack][j] + (len(ordered) - j) * (cap if j < len(ordered) else 0)
+
+    def _draw(self, scope: tuple[list[str], list[float], float, float], rng: random.Random) -> str:
+        racks, cumulative, cap, zero_mass = scope
+        u = rng.random() * cumulative[-1]
+        r = min(bisect.bisect_right(cumulative, u), len(racks) - 1)
+        rack = racks[r]
+        u -= cumulative[r - 1] if r else 0.0
+        members = self.members[rack]
+        zeros = self.zeros[rack]
+        zero_block = zeros * zero_mass
+        if u < zero_block:
+            return members[min(int(u / zero_mass), zeros - 1)]
+        u -= zero_block
+        prefix = self.prefix[rack]
+        ordered = self.sorted_weights[rack]
+        j = len(ordered) if cap == float("inf") else bisect.bisect_right(ordered, cap)
+        if u < prefix[j] or j == len(ordered):
+            i = bisect.bisect_right(prefix, u, zeros, j + 1) - 1
+            return members[min(max(i, zeros), len(members) - 1)]
+        return members[min(j + int((u - prefix[j]) / cap), len(members) - 1)]
+
+    def _capped(self, scope: tuple[list[str], list[float], float, float]) -> Iterator[tuple[str, float]]:
+        racks, _, cap, zero_mass = scope
+        for rack in racks:
+            for bookie, w in zip(self.members[rack], self.sorted_weights[rack]):
+                yield bookie, (zero_mass if w == 0 else min(w, cap))
+
+    def pick(self, scope: tuple[list[str], list[float], float, float] | None, rng: random.Random,
+             accept: Callable[[str], bool], tries: int = 32) -> str | None:
+        """A leaf of `scope` drawn by capped weight among those `accept` allows, or None.
+
+        A few independent draws first; then the acceptable leaves are enumerated and one is drawn from
+        their masses (the same conditional distribution).
+        """
+        if scope is None:
+            return None
+        for _ in range(tries):
+            bookie = self._draw(scope, rng)
+            if accept(bookie):
+                return bookie
+        acceptable = [(b, m) for b, m in self._capped(scope) if accept(b)]
+        if not acceptable:
+            return None
+        u = rng.random() * sum(m for _, m in acceptable)
+        for bookie, mass in acceptable:
+            u -= mass
+            if u < 0:
+                return bookie
+        return acceptable[-1][0]
+
+
 class RackawarePolicyImpl(TopologyAwarePolicy):
     """The rack-aware algorithm on one topology (spec §4-§8).
 
@@ -121,6 +290,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         self._cluster_selector: WeightedSelector | None = None
         self._scope_selectors: dict[Any, WeightedSelector] = {}
         self._leaf_index: tuple[list[str], list[str], dict[str, tuple[int, int]]] | None = None
+        self._rack_weights: _RackWeights | None = None
         super().__init__(settings, resolver, clock, features, default_location)
         self.enforce_durability = enforce_durability
         self.stabilize_period_s = stabilize_period_s
@@ -147,6 +317,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         self._cluster_selector = None
         self._scope_selectors = {}
         self._leaf_index = None
+        self._rack_weights = None
 
     def _index(self) -> tuple[list[str], list[str], dict[str, tuple[int, int]]]:
         """(leaves, rack of each leaf, rack -> [start, end)) in (rack, bookie) order; rebuilt after a change.
@@ -191,6 +362,34 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             selector = self._scope_selectors[key] = WeightedSelector(
                 leaves, self._weights, self.settings.max_weight_multiple)
         return selector
+
+    def _sampler(self) -> _RackWeights:
+        sampler = self._rack_weights
+        if sampler is None:
+            sampler = self._rack_weights = _RackWeights(self._index(), self._weights,
+                                                        self.settings.max_weight_multiple)
+        return sampler
+
+    def _weighted_pick(self, key: Any, leaves: Sequence[str], rng: random.Random,
+                       accept: Callable[[str], bool]) -> str | None:
+        """A leaf of the scope `key` by capped weight among acceptable ones (§7.4).
+
+        `key` is ROOT, a rack, a tuple of avoided racks, or a scope string; scopes that are not a union
+        of whole racks (an inner node, a leaf path) use a selector built over `leaves`.
+        """
+        sampler = self._sampler()
+        ranges = self._index()[2]
+        if isinstance(key, tuple):
+            excluded: Sequence[str] = key
+        elif key == ROOT:
+            excluded = ()
+        elif key in ranges:
+            return sampler.pick(sampler.scope_rack(key), rng, accept)
+        elif key.startswith("~") and all(part in ranges for part in key[1:].split(",")):
+            excluded = key[1:].split(",")
+        else:
+            return self._scope_weighted(key, leaves).pick(rng, accept)
+        return sampler.pick(sampler.scope_excluding(tuple(sorted(set(excluded)))), rng, accept)
 
     # -- clock -------------------------------------------------------------------------------------
 
@@ -276,12 +475,8 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                 return bookie not in exclude and apply(bookie, ensemble)
         if not self.settings.disk_weighted:
             return pick_uniform(rng, leaves, accept)
-        for leaf in leaves:
-            if leaf not in exclude:
-                break
-        else:
-            return None
-        return self._scope_weighted(key, leaves).pick(rng, accept)
+        # Java raises at once when every leaf is excluded; the pick returns None then, same outcome.
+        return self._weighted_pick(key, leaves, rng, accept)
 
     def _record(self, bookie: str, exclude: set[str], ensemble: Any) -> str:
         if ensemble.add_node(bookie):
@@ -430,7 +625,10 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             def outside(bookie: str) -> bool:
                 return known[bookie] not in rack_set
         else:
-            population = self.topology.leaves_excluding(racks) if racks else self.topology.leaves(ROOT)
+            # Java compares locations exactly: only strings that are racks of the tree exclude anything.
+            ranges = self._index()[2]
+            present = [rack for rack in racks if rack in ranges]
+            population = self.topology.leaves_excluding(present) if present else self.topology.leaves(ROOT)
 
             def outside(bookie: str) -> bool:
                 return bookie in known
@@ -494,8 +692,11 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         """`newEnsembleInternal` (§4.4) on a private exclusion set; returns (ensemble, adherence)."""
         min_racks = min(write_quorum, self.settings.min_racks_per_write_quorum)
         if (parent is None and parent_predicate is None and ensemble_size >= write_quorum and ensemble_size > 0
-                and not self.settings.disk_weighted and self.topology.num_racks >= 2):
-            chosen = self._place_fast(ensemble_size, exclude, rng)
+                and self.topology.num_racks >= 2):
+            if self.settings.disk_weighted:
+                chosen = self._place_fast_weighted(ensemble_size, exclude, rng)
+            else:
+                chosen = self._place_fast(ensemble_size, exclude, rng)
             if len(chosen) == ensemble_size:
                 return chosen, self._fast_adherence(chosen, write_quorum, ack_quorum)
         else:
@@ -563,6 +764,34 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             cut = ranges[flat_racks[k]]
             bisect.insort(cuts, cut)
             remaining -= cut[1] - cut[0]
+        return chosen
+
+    def _place_fast_weighted(self, ensemble_size: int, exclude: set[str], rng: random.Random) -> list[str]:
+        """`_place_fast` with disk weights: one draw from each position's scope distribution (the
+        cluster, the local rack, or the cluster minus the racks used so far); the general loop takes
+        over at the first excluded draw, which again yields the scope distribution conditioned on the
+        acceptable leaves."""
+        sampler = self._sampler()
+        scope_name = self._first_scope()
+        if scope_name == ROOT:
+            scope = sampler.scope_excluding(())
+        elif scope_name in self._index()[2]:
+            scope = sampler.scope_rack(scope_name)
+        else:
+            return []
+        rack_of = self.topology.rack_of
+        chosen: list[str] = []
+        used: list[str] = []
+        while scope is not None:
+            bookie = sampler._draw(scope, rng)
+            if bookie in exclude:
+                break
+            chosen.append(bookie)
+            exclude.add(bookie)
+            if len(chosen) == ensemble_size:
+                break
+            used.append(rack_of(bookie))  # type: ignore[arg-type]
+            scope = sampler.scope_excluding(tuple(sorted(used)))
         return chosen
 
     def _fast_adherence(self, chosen: list[str], write_quorum: int, ack_quorum: int) -> Adherence:
@@ -807,7 +1036,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                 # leaves are all excluded; we move on to the next condition.
                 if all(leaf in exclude for leaf in leaves):
                     continue
-                chosen = self._scope_weighted(condition_scope, leaves).pick(rng, accept)
+                chosen = self._weighted_pick(condition_scope, leaves, rng, accept)
             else:
                 chosen = pick_uniform(rng, leaves, accept)
             if chosen is not None:

@@ -119,3 +119,66 @@ def test_weights_are_ignored_when_disabled(make_policy):
     policy = make_policy({"/r1": ["a:1"], "/r2": ["b:1"]})
     disk(policy, {"a:1": 100})
     assert policy.weights == {}
+
+
+# -- the O(racks) weighted sampler agrees with BookKeeper's selector over the scope --------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from policies.rackaware import _RackWeights  # noqa: E402
+from policies.selection import capped_probabilities  # noqa: E402
+
+
+@st.composite
+def weighted_scopes(draw):
+    sizes = draw(st.lists(st.integers(1, 4), min_size=1, max_size=5))
+    flat, flat_racks, ranges = [], [], {}
+    for r, n in enumerate(sizes):
+        rack = f"/r{r}"
+        ranges[rack] = (len(flat), len(flat) + n)
+        flat.extend(f"b{r}-{i}" for i in range(n))
+        flat_racks.extend([rack] * n)
+    weights = {b: draw(st.sampled_from([0, 0, 1, 50, 100, 100, 200, 1000, 10**6])) for b in flat}
+    excluded = draw(st.sets(st.sampled_from(sorted(ranges)), max_size=len(ranges) - 1))
+    multiple = draw(st.sampled_from([-1, 0, 1, 3, 4]))
+    return (flat, flat_racks, ranges), weights, sorted(excluded), multiple
+
+
+@given(weighted_scopes())
+def test_scope_masses_match_the_selector_over_the_scope(case):
+    """Each leaf's probability equals `capped_probabilities` over the scope's leaves (spec §7.3)."""
+    index, weights, excluded, multiple = case
+    flat, flat_racks, _ = index
+    sampler = _RackWeights(index, weights, multiple)
+    scope = sampler.scope_excluding(tuple(excluded))
+    leaves = [b for b, r in zip(flat, flat_racks) if r not in excluded]
+    expected = dict(zip(leaves, capped_probabilities([weights[b] for b in leaves], multiple)))
+    total = sum(expected.values())
+    got = dict(sampler._capped(scope))
+    got_total = sum(got.values())
+    assert set(got) == set(expected)
+    for bookie in leaves:
+        assert got[bookie] / got_total == pytest.approx(expected[bookie] / total, rel=1e-9, abs=1e-12)
+    # rack masses are the sums of their leaves' masses
+    racks_, cumulative, _, _ = scope
+    previous = 0.0
+    for rack, running in zip(racks_, cumulative):
+        assert running - previous == pytest.approx(sum(got[b] for b in sampler.members[rack]), rel=1e-9)
+        previous = running
+
+
+def test_sampler_draws_follow_the_masses():
+    index = (["a", "b", "c", "d", "e"], ["/r0", "/r0", "/r0", "/r1", "/r1"], {"/r0": (0, 3), "/r1": (3, 5)})
+    weights = {"a": 0, "b": 100, "c": 5000, "d": 300, "e": 200}
+    sampler = _RackWeights(index, weights, 3)
+    scope = sampler.scope_excluding(())
+    masses = dict(sampler._capped(scope))     # median 200 -> cap 600; a takes the minimum 100
+    assert masses == {"a": 100, "b": 100, "c": 600, "d": 300, "e": 200}
+    rng = random.Random(6)
+    n = 26000
+    counts = Counter(sampler._draw(scope, rng) for _ in range(n))
+    for bookie, mass in masses.items():
+        assert within(counts[bookie], n, mass / 1300), (bookie, counts)
+    accepted = Counter(sampler.pick(scope, rng, lambda b: b in "ce", tries=0) for _ in range(8000))
+    assert within(accepted["c"], 8000, 600 / 800)
