@@ -141,7 +141,8 @@ class DefaultPolicy:
         population = self._population()
         chosen: list[str] = []
         if self.settings.disk_weighted:
-            eligible = sum(1 for b in population if b not in excluded)
+            known = self.known
+            eligible = len(population) - sum(1 for b in excluded if b in known)
             if eligible < count:
                 raise self._not_enough(count, eligible, len(excluded))
             selector = self._selector

@@ -99,6 +99,9 @@ def _differ(current: Sequence[str], proposed: Sequence[str]) -> float:
     return sum(1 for a, b in zip(current, proposed) if a != b)
 
 
+_Scope = tuple  # (racks, cumulative capped masses, cap, zero-weight mass, number of leaves)
+
+
 class _RackWeights:
     """Exact disk-weighted draws over a union of racks, in O(racks) per draw (spec §7.3-§7.4).
 
@@ -143,7 +146,7 @@ class _RackWeights:
         everything.sort()
         self.all_sorted = everything
         self.total = sum(everything)
-        self._scopes: dict[Any, tuple[list[str], list[float], float, float] | None] = {}
+        self._scopes: dict[Any, _Scope | None] = {}
         self._limit = max(256, 2_000_000 // max(1, len(self.racks)))
 
     def _kth(self, k: int, excluded: Sequence[str]) -> int:
@@ -163,7 +166,7 @@ class _RackWeights:
                 lo = mid + 1
         return values[lo]
 
-    def scope_excluding(self, excluded: tuple[str, ...]) -> tuple[list[str], list[float], float, float] | None:
+    def scope_excluding(self, excluded: tuple[str, ...]) -> _Scope | None:
         """The scope "every rack but `excluded`" (sorted rack names of the tree); cached."""
         key = ("~",) + excluded
         found = self._scopes.get(key, False)
@@ -172,7 +175,7 @@ class _RackWeights:
         skip = set(excluded)
         return self._scope(key, [r for r in self.racks if r not in skip], excluded)
 
-    def scope_rack(self, rack: str) -> tuple[list[str], list[float], float, float] | None:
+    def scope_rack(self, rack: str) -> _Scope | None:
         """The scope of one rack of the tree; cached."""
         found = self._scopes.get(rack, False)
         if found is not False:
@@ -180,8 +183,8 @@ class _RackWeights:
         return self._scope(rack, [rack], ())
 
     def _scope(self, key: Any, racks: list[str], excluded: Sequence[str]
-               ) -> tuple[list[str], list[float], float, float] | None:
-        """(racks, cumulative capped masses, cap, zero-weight mass) of a scope; None when it is empty."""
+               ) -> _Scope | None:
+        """(racks, cumulative capped masses, cap, zero-weight mass, leaves) of a scope; None when empty."""
         count = sum(len(self.members[r]) for r in racks)
         if count == 0:
             result = None
@@ -207,7 +210,7 @@ class _RackWeights:
             for rack in racks:
                 running += self._rack_mass(rack, cap, zero_mass)
                 cumulative.append(running)
-            result = (racks, cumulative, cap, zero_mass)
+            result = (racks, cumulative, cap, zero_mass, count)
         if len(self._scopes) >= self._limit:
             self._scopes = {}
         self._scopes[key] = result
@@ -218,8 +221,8 @@ class _RackWeights:
         j = len(ordered) if cap == float("inf") else bisect.bisect_right(ordered, cap)
         return self.zeros[rack] * zero_mass + self.prefix[rack][j] + (len(ordered) - j) * (cap if j < len(ordered) else 0)
 
-    def _draw(self, scope: tuple[list[str], list[float], float, float], rng: random.Random) -> str:
-        racks, cumulative, cap, zero_mass = scope
+    def _draw(self, scope: _Scope, rng: random.Random) -> str:
+        racks, cumulative, cap, zero_mass, _ = scope
         u = rng.random() * cumulative[-1]
         r = min(bisect.bisect_right(cumulative, u), len(racks) - 1)
         rack = racks[r]
@@ -238,13 +241,13 @@ class _RackWeights:
             return members[min(max(i, zeros), len(members) - 1)]
         return members[min(j + int((u - prefix[j]) / cap), len(members) - 1)]
 
-    def _capped(self, scope: tuple[list[str], list[float], float, float]) -> Iterator[tuple[str, float]]:
-        racks, _, cap, zero_mass = scope
+    def _capped(self, scope: _Scope) -> Iterator[tuple[str, float]]:
+        racks, _, cap, zero_mass, _ = scope
         for rack in racks:
             for bookie, w in zip(self.members[rack], self.sorted_weights[rack]):
                 yield bookie, (zero_mass if w == 0 else min(w, cap))
 
-    def pick(self, scope: tuple[list[str], list[float], float, float] | None, rng: random.Random,
+    def pick(self, scope: _Scope | None, rng: random.Random,
              accept: Callable[[str], bool], tries: int = 32) -> str | None:
         """A leaf of `scope` drawn by capped weight among those `accept` allows, or None.
 
@@ -253,7 +256,7 @@ class _RackWeights:
         """
         if scope is None:
             return None
-        for _ in range(tries):
+        for _ in range(min(tries, 2 * scope[4])):
             bookie = self._draw(scope, rng)
             if accept(bookie):
                 return bookie
@@ -526,7 +529,11 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         if n <= 0:
             return chosen
         if self.settings.disk_weighted:
-            available = sum(1 for b in population if b not in exclude and (accept is None or accept(b)))
+            if shared and accept is None:
+                known = self.known
+                available = len(population) - sum(1 for b in exclude if b in known)
+            else:
+                available = sum(1 for b in population if b not in exclude and (accept is None or accept(b)))
             if available < n:
                 raise NotEnoughBookiesError(
                     f"need {n} bookie(s) but only {available} eligible bookie(s) remain after exclusions")

@@ -161,7 +161,7 @@ def test_scope_masses_match_the_selector_over_the_scope(case):
     for bookie in leaves:
         assert got[bookie] / got_total == pytest.approx(expected[bookie] / total, rel=1e-9, abs=1e-12)
     # rack masses are the sums of their leaves' masses
-    racks_, cumulative, _, _ = scope
+    racks_, cumulative, _, _, _ = scope
     previous = 0.0
     for rack, running in zip(racks_, cumulative):
         assert running - previous == pytest.approx(sum(got[b] for b in sampler.members[rack]), rel=1e-9)
