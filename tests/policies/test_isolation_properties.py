@@ -46,8 +46,10 @@ def eligible_bookies(rack_info, writable, primary, secondary, size) -> set[str]:
 
 
 def build(rack_info, writable, primary, secondary):
-    conf = {"bookkeeperClientIsolationGroups": ",".join(sorted(primary)),
-            "bookkeeperClientSecondaryIsolationGroups": ",".join(sorted(secondary))}
+    # BookKeeper's own key: present-but-empty primary groups still select isolation (a blank broker.conf
+    # `bookkeeperClientIsolationGroups=` line means unset).
+    conf = {"isolationBookieGroups": ",".join(sorted(primary)),
+            "secondaryIsolationBookieGroups": ",".join(sorted(secondary))}
     policy = create_policy(conf, rack_info=rack_info)
     policy.on_cluster_changed(writable, [])
     return policy
