@@ -22,7 +22,9 @@ rack-indexed topology, so a pick costs what the scope's shape and the rejections
 number of bookies costs.
 
 Why this module is longer than 600 lines: the Impl and the public wrapper are one algorithm with one
-set of quirk decisions (App. A #1, #3, #7, #8, #9, #10); splitting them would scatter the tags.
+set of quirk decisions (App. A #1, #3, #7, #8, #9, #10); splitting them would scatter the tags. The
+O(racks) disk-weighted sampler (`_RackWeights`, ~170 lines) is selection, not policy; it lives here
+only because this module's author could not add modules, and belongs next to `selection.py`.
 """
 
 from __future__ import annotations
@@ -537,7 +539,8 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             if available < n:
                 raise NotEnoughBookiesError(
                     f"need {n} bookie(s) but only {available} eligible bookie(s) remain after exclusions")
-            selector = self._cluster_weighted() if shared or accept is not None else WeightedSelector(
+            # The shared selector is the one over all known bookies; any other population gets its own.
+            selector = self._cluster_weighted() if population is self.known_sorted() else WeightedSelector(
                 population, self._weights, self.settings.max_weight_multiple)
             refused: set[str] = set()
 
