@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
 from streaming.kafka_source import (
@@ -181,6 +181,9 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
                         break
                     except BufferError:  # local queue full: serve delivery reports, then retry
                         producer.poll(0.1)
+                    except KafkaException as exc:  # rejected before sending, e.g. an unknown partition
+                        raise KafkaWriteError(f"producing to topic {topic!r} failed: {exc}; check the topic "
+                                              "and partition columns") from exc
                 counts[topic] = counts.get(topic, 0) + 1
             producer.poll(0)
         remaining = producer.flush(settings.flush_timeout_ms / 1000.0)

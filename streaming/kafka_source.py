@@ -516,8 +516,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _commit_processed(self, processed: dict) -> None:
         """Record processed offsets in the ``commitGroup`` consumer group, if set (driver).
 
-        Spark calls :meth:`commit` only when it plans the batch after next, which would leave the group one
-        batch behind and never cover the last batch of an availableNow run. With Spark's (default) synchronous
+        Spark calls :meth:`commit` for a batch only when it plans the following one, which would leave the group
+        one batch behind and never cover the last batch of an availableNow run. With Spark's (default) synchronous
         micro-batch execution, the ``start`` of :meth:`latestOffset` is the end of the last completed batch, so
         it is committed too. Only lag tools read these offsets (the checkpoint is the source of truth), so a
         failed commit is logged and the query goes on.

@@ -230,6 +230,7 @@ def produce_records(bootstrap: str, topic: str, records: Iterable[Record], *, ke
     if remaining:
         raise KafkaException(KafkaError(KafkaError._TIMED_OUT,
                                         f"{remaining} records to {topic} not acknowledged in {timeout_s} s"))
+    producer.close()  # nothing left to send; closes its connections now rather than at garbage collection
     if errors:
         raise KafkaException(errors[0])
     return count

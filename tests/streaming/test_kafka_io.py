@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
+from streaming.kafka_sink import KafkaSinkSettings
 from streaming.kafka_source import (
     ARROW_SCHEMA,
     SOURCE_SCHEMA_DDL,
@@ -113,6 +114,20 @@ def test_bad_source_options_raise_an_error_naming_the_option(options, named):
         KafkaSourceSettings.from_options(options)
 
 
+@pytest.mark.parametrize(("ddl", "options", "named"), [
+    ("key string", {"topic": "t"}, "'value' column"),
+    ("value int", {"topic": "t"}, "'value' has type int"),
+    ("value string, headers array<string>", {"topic": "t"}, "'headers'"),
+    ("value string", {}, "topic"),
+])
+def test_sink_rejects_unusable_input_columns_naming_them(spark, ddl, options, named):
+    """Checked on the driver when the query starts (DataSource.streamWriter), before any record is written."""
+    from pyspark.sql.types import StructType
+
+    with pytest.raises(KafkaOptionError, match=named):
+        KafkaSinkSettings.from_options({"kafka.bootstrap.servers": "h:1", **options}, StructType.fromDDL(ddl))
+
+
 def test_option_names_are_matched_case_insensitively():
     settings = KafkaSourceSettings.from_options({"KAFKA.BOOTSTRAP.SERVERS": "h:1", "Subscribe": "a, b",
                                                  "maxoffsetspertrigger": "5", "kafka.client.id": "x"})
@@ -150,48 +165,51 @@ def test_reads_each_record_once_in_order_and_resumes_from_checkpoint(spark, kafk
     assert_partition_order(new_rows)
 
 
-def test_max_offsets_per_trigger_splits_the_backlog_into_batches(spark, kafka_bootstrap, kafka_topic, tmp_path):
+def test_max_offsets_per_trigger_splits_the_backlog_and_commit_group_reaches_the_end(spark, kafka_bootstrap,
+                                                                                    kafka_topic, tmp_path):
+    """One availableNow run over a 1000-record backlog with maxOffsetsPerTrigger=300 (two behaviours, one query,
+    to keep the Spark tier fast): the batches hold 300, 300, 300 and 100 records, and afterwards the commitGroup
+    offsets that lag tools read are the end of the data, not one batch behind."""
     topic = kafka_topic(partitions=3)
     produce_records(kafka_bootstrap, topic, keyed_values(1000))
-
-    result = run_available_now(kafka_stream(spark, kafka_bootstrap, topic, maxOffsetsPerTrigger=300),
-                               tmp_path / "ckpt", "kafka_io_limit")
-
-    sizes = [len(batch) for batch in result.batches]
-    assert sizes == [300, 300, 300, 100]
-    assert len({(r.partition, r.offset) for r in result.rows}) == 1000
-    assert_partition_order(result.rows)
-
-
-def test_commit_group_offsets_are_visible_to_lag_tools_after_a_run(spark, kafka_bootstrap, kafka_topic, tmp_path):
-    topic = kafka_topic(partitions=3)
-    produce_records(kafka_bootstrap, topic, keyed_values(500))
     group = unique_topic_name("lag-group")
 
-    run_available_now(kafka_stream(spark, kafka_bootstrap, topic, commitGroup=group, maxOffsetsPerTrigger=200),
-                      tmp_path / "ckpt", "kafka_io_commit")
+    result = run_available_now(
+        kafka_stream(spark, kafka_bootstrap, topic, maxOffsetsPerTrigger=300, commitGroup=group),
+        tmp_path / "ckpt", "kafka_io_limit")
 
+    assert [len(batch) for batch in result.batches] == [300, 300, 300, 100]
+    assert len({(r.partition, r.offset) for r in result.rows}) == 1000
+    assert_partition_order(result.rows)
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     answer = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=30)
     committed = {tp.partition: tp.offset for tp in answer.topic_partitions if tp.topic == topic}
     assert committed == end_offsets(consume_all(kafka_bootstrap, topic))
 
 
-def test_starting_offsets_latest_skips_records_already_in_the_topic(spark, kafka_bootstrap, kafka_topic, tmp_path):
-    topic = kafka_topic(partitions=3)
-    produce_records(kafka_bootstrap, topic, keyed_values(200))
+def test_latest_skips_existing_records_and_topics_created_later_are_read_from_earliest(spark, kafka_bootstrap,
+                                                                                      kafka_topic, tmp_path):
+    """startingOffsets=latest starts at the end of existing topics; with failOnMissingTopic=false a subscribed topic
+    created while the query runs is read from its first record."""
+    existing, later = kafka_topic(partitions=3), unique_topic_name("later")
+    produce_records(kafka_bootstrap, existing, keyed_values(200))
     collector = Collector()
-    query = (kafka_stream(spark, kafka_bootstrap, topic, startingOffsets="latest").writeStream
-             .foreachBatch(collector).option("checkpointLocation", str(tmp_path / "ckpt"))
+    stream = kafka_stream(spark, kafka_bootstrap, f"{existing},{later}", startingOffsets="latest",
+                          failOnMissingTopic="false")
+    query = (stream.writeStream.foreachBatch(collector).option("checkpointLocation", str(tmp_path / "ckpt"))
              .queryName("kafka_io_latest").start())
     try:
-        query.processAllAvailable()  # the start position (the end of the topic) is fixed now
-        produce_records(kafka_bootstrap, topic, keyed_values(40, start=200))
+        query.processAllAvailable()  # the start position (the end of `existing`) is fixed now
+        produce_records(kafka_bootstrap, existing, keyed_values(40, start=200))
+        create_topic(kafka_bootstrap, later, partitions=2)
+        produce_records(kafka_bootstrap, later, keyed_values(30, start=1000))
         query.processAllAvailable()
     finally:
         query.stop()
 
-    assert sorted(r.value.decode() for r in collector.rows) == sorted(v for _k, v in keyed_values(40, start=200))
+    read = sorted((r.topic, r.value.decode()) for r in collector.rows)
+    assert read == sorted([(existing, v) for _k, v in keyed_values(40, start=200)]
+                          + [(later, v) for _k, v in keyed_values(30, start=1000)])
 
 
 def test_sink_writes_key_value_and_headers_that_a_plain_consumer_reads(spark, kafka_bootstrap, kafka_topic,
@@ -240,17 +258,19 @@ def test_missing_topic_fails_at_start_with_a_typed_error(spark, kafka_bootstrap,
     assert "MissingTopicError" in str(failure.value) and missing in str(failure.value)
 
 
-def test_topic_created_after_start_is_read_from_earliest_when_allowed(spark, kafka_bootstrap, tmp_path):
-    later = unique_topic_name("later")
-    collector = Collector()
-    query = (kafka_stream(spark, kafka_bootstrap, later, failOnMissingTopic="false", startingOffsets="latest")
-             .writeStream.foreachBatch(collector).option("checkpointLocation", str(tmp_path / "ckpt"))
-             .queryName("kafka_io_later").start())
+def test_sink_delivery_failure_fails_the_batch_with_an_error_naming_the_topic(spark, kafka_bootstrap, kafka_topic,
+                                                                              tmp_path):
+    source, out = kafka_topic(partitions=1), kafka_topic(partitions=1)
+    produce_records(kafka_bootstrap, source, ["a", "b"])
+    to_missing_partition = kafka_stream(spark, kafka_bootstrap, source).select(
+        "value", F.lit(7).alias("partition"))  # `out` has only partition 0
+    query = (to_missing_partition.writeStream.format("placement-kafka")
+             .option("kafka.bootstrap.servers", kafka_bootstrap).option("topic", out)
+             .option("flushTimeoutMs", "20000").option("checkpointLocation", str(tmp_path / "ckpt"))
+             .queryName("kafka_io_bad_partition").trigger(availableNow=True).start())
     try:
-        query.processAllAvailable()
-        create_topic(kafka_bootstrap, later, partitions=2)
-        produce_records(kafka_bootstrap, later, keyed_values(30))
-        query.processAllAvailable()
+        with pytest.raises(StreamingQueryException) as failure:
+            query.awaitTermination()
     finally:
         query.stop()
-    assert sorted(r.value.decode() for r in collector.rows) == sorted(v for _k, v in keyed_values(30))
+    assert "KafkaWriteError" in str(failure.value) and out in str(failure.value)
