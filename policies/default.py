@@ -96,6 +96,7 @@ class DefaultPolicy:
         BK bug fixed (spec bookkeeper-rackaware.md App. A #11): Java fails with a null pointer when
         disk weights are off; the call is ignored here.
         """
+        # BK bug fixed (spec bookkeeper-rackaware.md App. A #11): ignored instead of a null-pointer error.
         if not self.settings.disk_weighted:
             return
         for bookie, info in infos.items():

@@ -953,6 +953,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             return PlacementResult(current, adherence, None, explain)
         if current and len(current) != ensemble_size:
             raise ValueError(f"current_ensemble: has {len(current)} bookies but ensemble_size is {ensemble_size}")
+        # BK quirk not reproduced (spec App. A #7): Java adds the unknown members to the caller's set.
         excluded = set(exclude)
         if excluded:
             explain["excluded"]["caller"] = sorted(excluded)
@@ -1210,6 +1211,7 @@ class RackawarePolicy(RackawarePolicyImpl):
         dead = super().on_cluster_changed(writable, readonly)
         if self.secondary is None:
             return dead
+        # BK quirk (spec bookkeeper-rackaware.md §2.4, App. A #1): the secondary's (empty) dead set is returned.
         return self.secondary.on_cluster_changed(writable, readonly)
 
     def handle_bookies_that_left(self, bookies: list[str]) -> None:
@@ -1226,18 +1228,21 @@ class RackawarePolicy(RackawarePolicyImpl):
         """Spec §2.5. BK bug fixed (App. A #8): the secondary gets the rack change too."""
         bookies = list(bookies)
         super().on_bookie_rack_change(bookies)
+        # BK bug fixed (spec bookkeeper-rackaware.md App. A #8): Java's secondary never hears of rack changes.
         if self.secondary is not None:
             self.secondary.on_bookie_rack_change(bookies)
 
     def update_bookie_info(self, infos: Mapping[str, BookieInfo]) -> None:
         """Spec §7.2. BK bug fixed (App. A #8): the secondary gets the same weights."""
         super().update_bookie_info(infos)
+        # BK bug fixed (spec bookkeeper-rackaware.md App. A #8): Java's secondary keeps uniform weights.
         if self.secondary is not None:
             self.secondary.weights = self.weights
 
     def with_default_rack(self, rack: str) -> None:
         """BK bug fixed (App. A #8): the secondary uses the same default rack."""
         super().with_default_rack(rack)
+        # BK bug fixed (spec bookkeeper-rackaware.md App. A #8): Java's secondary keeps /default-rack.
         if self.secondary is not None:
             self.secondary.with_default_rack(rack)
 

@@ -162,7 +162,8 @@ def reorder_read_sequence(ensemble: Sequence[str], write_set: Iterable[int], *,
     local = is_local if is_local is not None else _always_local
     classes = [classify(ensemble[i], is_known=is_known, is_readonly=is_readonly, is_slow=is_slow,
                         failure_of=failure_of, is_local=local) for i in indices]
-    # A stable sort by class keeps the write-set order inside each class.
+    # BK bug fixed (spec bookkeeper-rackaware.md App. A #4): a stable sort by class keeps the write-set
+    # order inside each class and never re-encodes indices (Java's packed keys overflow).
     order = sorted(range(len(indices)), key=classes.__getitem__)
     ordered = [indices[k] for k in order]
     ordered_classes = [classes[k] for k in order]
@@ -182,7 +183,11 @@ def reorder_read_sequence(ensemble: Sequence[str], write_set: Iterable[int], *,
 
 
 def _shuffle_groups(ordered: list[int], classes: list[ReadClass], rng: random.Random) -> None:
-    """Shuffle, in place, each contiguous run of a shuffled class (classes are already sorted)."""
+    """Shuffle, in place, each contiguous run of a shuffled class (classes are already sorted).
+
+    BK bug fixed (spec bookkeeper-rackaware.md App. A #5): Java's `shuffleWithMask` can cross group
+    boundaries; this never does.
+    """
     start = 0
     n = len(ordered)
     while start < n:

@@ -79,6 +79,8 @@ class StabilizedTopology(NetworkTopology):
 
     def add(self, bookie: str, location: str) -> None:
         """Add (or move) a leaf now; a pending departure of the same bookie is cancelled."""
+        # BK bug fixed (spec bookkeeper-rackaware.md App. A #10): a rejoin under another rack moves the
+        # leaf (NetworkTopology.add) instead of leaving a stale copy under the old rack.
         super().add(bookie, location)
         self.pending.pop(bookie, None)
 
