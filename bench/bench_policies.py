@@ -157,8 +157,8 @@ def main(argv: list[str] | None = None) -> None:
         for bookies, racks in sizes:
             policy = build(row, bookies, racks)
             for name, call in operations(policy, random.Random(2)).items():
-                print(f"{row.label:<22}{f'{bookies}/{racks}':>14}  {name:<22}{rate(call, args.seconds, args.repeat):>12,.0f}",
-                      flush=True)
+                calls = rate(call, args.seconds, args.repeat)
+                print(f"{row.label:<22}{f'{bookies}/{racks}':>14}  {name:<22}{calls:>12,.0f}", flush=True)
 
 
 if __name__ == "__main__":

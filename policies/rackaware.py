@@ -221,7 +221,8 @@ class _RackWeights:
     def _rack_mass(self, rack: str, cap: float, zero_mass: float) -> float:
         ordered = self.sorted_weights[rack]
         j = len(ordered) if cap == float("inf") else bisect.bisect_right(ordered, cap)
-        return self.zeros[rack] * zero_mass + self.prefix[rack][j] + (len(ordered) - j) * (cap if j < len(ordered) else 0)
+        capped = (len(ordered) - j) * cap if j < len(ordered) else 0.0
+        return self.zeros[rack] * zero_mass + self.prefix[rack][j] + capped
 
     def _draw(self, scope: _Scope, rng: random.Random) -> str:
         racks, cumulative, cap, zero_mass, _ = scope

@@ -260,11 +260,9 @@ def test_new_ensemble_internal_does_not_exclude_the_default_rack(make_policy):
 
 def test_rack_change_moves_a_known_bookie(make_policy):
     """testUpdateTopologyWithRackChange: a rack change takes a bookie out of the default rack."""
-    mapping_owner = {}
     policy = make_policy({D: ["n1:1", "n2:1", "n3:1", "n4:1"]}, default_rack=D)
     assert len(policy.default_rack_bookies()) == 4
     mapping = policy.resolver.mapping
-    mapping_owner.update(mapping)
     mapping["n3:1"] = "/default-region/r4"
     policy.on_bookie_rack_change(["n3:1"])
     assert policy.default_rack_bookies() == {"n1:1", "n2:1", "n4:1"}

@@ -59,7 +59,7 @@ def test_replace_outside_used_racks_weighs_over_all_known_bookies(make_policy):
 
 def test_new_ensemble_honours_weights_within_racks(make_policy):
     """testWeightedPlacementAndNewEnsembleWithEnoughBookiesInSameRack: heavy bookies capped at 4 x median."""
-    layout = {D: [addr(1)], R + "2": [addr(2), addr(3), addr(4), addr(5)], R + "3": [addr(6), addr(7), addr(8), addr(9)]}
+    layout = {D: [addr(1)], R + "2": [addr(i) for i in range(2, 6)], R + "3": [addr(i) for i in range(6, 10)]}
     policy = make_policy(layout, default_rack=D, diskWeightBasedPlacementEnabled=True,
                          bookieMaxMultipleForWeightBasedPlacement=4)
     disk(policy, {**{addr(i): 100 for i in range(1, 10)}, addr(5): 1000, addr(9): 1000})
