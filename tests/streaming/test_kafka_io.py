@@ -49,15 +49,23 @@ def kafka_stream(spark, bootstrap: str, topic: str, **options):
     return reader.load()
 
 
+# Guard against a hung query only (a healthy run takes seconds); never used to assert on speed.
+HANG_GUARD_S = 300
+
+
+def await_finished(query) -> None:
+    """Wait for an availableNow query to end (re-raising its failure), then stop it."""
+    try:
+        assert query.awaitTermination(HANG_GUARD_S), f"query {query.name} still running after {HANG_GUARD_S} s"
+    finally:
+        query.stop()
+
+
 def run_available_now(df, checkpoint, name: str) -> Collector:
     """Run ``df`` with Trigger.AvailableNow into a Collector and wait for it to finish."""
     collector = Collector()
-    query = (df.writeStream.foreachBatch(collector).option("checkpointLocation", str(checkpoint))
-             .queryName(name).trigger(availableNow=True).start())
-    try:
-        query.awaitTermination()
-    finally:
-        query.stop()
+    await_finished(df.writeStream.foreachBatch(collector).option("checkpointLocation", str(checkpoint))
+                   .queryName(name).trigger(availableNow=True).start())
     return collector
 
 
@@ -230,10 +238,7 @@ def test_sink_writes_key_value_and_headers_that_a_plain_consumer_reads(spark, ka
     query = (outputs.writeStream.format("placement-kafka").option("kafka.bootstrap.servers", kafka_bootstrap)
              .option("topic", out).option("checkpointLocation", str(tmp_path / "ckpt"))
              .queryName("kafka_io_sink").trigger(availableNow=True).start())
-    try:
-        query.awaitTermination()
-    finally:
-        query.stop()
+    await_finished(query)
 
     written = consume_all(kafka_bootstrap, out) + consume_all(kafka_bootstrap, routed)
     expected = {f"V{i}": f"k{i % 17}" for i in range(60)}
@@ -250,11 +255,8 @@ def test_missing_topic_fails_at_start_with_a_typed_error(spark, kafka_bootstrap,
     query = (kafka_stream(spark, kafka_bootstrap, missing).writeStream.foreachBatch(Collector())
              .option("checkpointLocation", str(tmp_path / "ckpt")).queryName("kafka_io_missing")
              .trigger(availableNow=True).start())
-    try:
-        with pytest.raises(StreamingQueryException) as failure:
-            query.awaitTermination()
-    finally:
-        query.stop()
+    with pytest.raises(StreamingQueryException) as failure:
+        await_finished(query)
     assert "MissingTopicError" in str(failure.value) and missing in str(failure.value)
 
 
@@ -268,9 +270,6 @@ def test_sink_delivery_failure_fails_the_batch_with_an_error_naming_the_topic(sp
              .option("kafka.bootstrap.servers", kafka_bootstrap).option("topic", out)
              .option("flushTimeoutMs", "20000").option("checkpointLocation", str(tmp_path / "ckpt"))
              .queryName("kafka_io_bad_partition").trigger(availableNow=True).start())
-    try:
-        with pytest.raises(StreamingQueryException) as failure:
-            query.awaitTermination()
-    finally:
-        query.stop()
+    with pytest.raises(StreamingQueryException) as failure:
+        await_finished(query)
     assert "KafkaWriteError" in str(failure.value) and out in str(failure.value)
