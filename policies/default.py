@@ -18,22 +18,10 @@ from .api import Adherence, BookieInfo, HealthInfo, PlacementResult
 from .errors import NotEnoughBookiesError, UnsupportedOperationError
 from .read_order import add_missing
 from .resolver import LocationResolver, RackInfo
-from .selection import WeightedSelector
+from .selection import WeightedSelector, lazy_shuffle
 from .settings import PlacementSettings
 
 Clock = Callable[[], float]
-
-
-def _lazy_shuffle(rng: random.Random, population: Sequence[str]):
-    """Members of `population` in uniformly random order, drawn lazily (Fisher-Yates)."""
-    n = len(population)
-    swapped: dict[int, int] = {}
-    draw = rng.random
-    for i in range(n):
-        j = i + int(draw() * (n - i))
-        pos = swapped.get(j, j)
-        swapped[j] = swapped.get(i, i)
-        yield population[pos]
 
 
 class DefaultPolicy:
@@ -165,7 +153,7 @@ class DefaultPolicy:
                 taken.add(bookie)
                 chosen.append(bookie)
         else:
-            for bookie in _lazy_shuffle(rng, population):
+            for bookie in lazy_shuffle(rng, population):
                 if bookie in excluded:
                     continue
                 chosen.append(bookie)

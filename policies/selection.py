@@ -20,9 +20,24 @@ from __future__ import annotations
 
 import bisect
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 Accept = Callable[[str], bool]
+
+
+def lazy_shuffle(rng: random.Random, population: Sequence[str]) -> Iterator[str]:
+    """The members of `population` in uniformly random order, drawn lazily (Fisher-Yates).
+
+    Equivalent to Java's `Collections.shuffle` followed by a walk; costs one draw per member visited.
+    """
+    n = len(population)
+    swapped: dict[int, int] = {}
+    draw = rng.random
+    for i in range(n):
+        j = i + int(draw() * (n - i))
+        pos = swapped.get(j, j)
+        swapped[j] = swapped.get(i, i)
+        yield population[pos]
 
 
 def pick_uniform(rng: random.Random, population: Sequence[str], accept: Accept | None = None) -> str | None:
@@ -35,12 +50,7 @@ def pick_uniform(rng: random.Random, population: Sequence[str], accept: Accept |
         return None
     if accept is None:
         return population[int(rng.random() * n)]
-    swapped: dict[int, int] = {}
-    for i in range(n):
-        j = i + int(rng.random() * (n - i))
-        pos = swapped.get(j, j)
-        swapped[j] = swapped.get(i, i)
-        candidate = population[pos]
+    for candidate in lazy_shuffle(rng, population):
         if accept(candidate):
             return candidate
     return None

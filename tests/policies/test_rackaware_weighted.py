@@ -126,7 +126,7 @@ def test_weights_are_ignored_when_disabled(make_policy):
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from policies.rackaware import _RackWeights  # noqa: E402
+from policies.rack_weights import RackWeights  # noqa: E402
 from policies.selection import capped_probabilities  # noqa: E402
 
 
@@ -150,7 +150,7 @@ def test_scope_masses_match_the_selector_over_the_scope(case):
     """Each leaf's probability equals `capped_probabilities` over the scope's leaves (spec §7.3)."""
     index, weights, excluded, multiple = case
     flat, flat_racks, _ = index
-    sampler = _RackWeights(index, weights, multiple)
+    sampler = RackWeights(index, weights, multiple)
     scope = sampler.scope_excluding(tuple(excluded))
     leaves = [b for b, r in zip(flat, flat_racks) if r not in excluded]
     expected = dict(zip(leaves, capped_probabilities([weights[b] for b in leaves], multiple)))
@@ -171,7 +171,7 @@ def test_scope_masses_match_the_selector_over_the_scope(case):
 def test_sampler_draws_follow_the_masses():
     index = (["a", "b", "c", "d", "e"], ["/r0", "/r0", "/r0", "/r1", "/r1"], {"/r0": (0, 3), "/r1": (3, 5)})
     weights = {"a": 0, "b": 100, "c": 5000, "d": 300, "e": 200}
-    sampler = _RackWeights(index, weights, 3)
+    sampler = RackWeights(index, weights, 3)
     scope = sampler.scope_excluding(())
     masses = dict(sampler._capped(scope))     # median 200 -> cap 600; a takes the minimum 100
     assert masses == {"a": 100, "b": 100, "c": 600, "d": 300, "e": 200}
