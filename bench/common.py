@@ -281,6 +281,11 @@ class PeakMemory:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def cpu_now(self) -> dict[str, float]:
+        """CPU seconds per process name so far (takes a sample first); subtract two of these for a phase."""
+        self.sample()
+        return dict(self.cpu_by_name)
+
     @property
     def cpu_s(self) -> float:
         return sum(self.cpu_by_name.values())
@@ -435,6 +440,16 @@ def write_clusters(path: str | Path, clusters: int, bookies: int, racks: int, re
         for n in range(requests):
             out.write(_line(request(f"c{n % clusters:04d}", n, begin + n * 10, members, rng)))
     return {"events": events, "requests": requests, "records": events + requests}
+
+
+def cpu_between(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    """CPU seconds per process name between two `PeakMemory.cpu_now()` snapshots."""
+    return {name: after[name] - before.get(name, 0.0) for name in after if after[name] - before.get(name, 0.0) >= 0.005}
+
+
+def describe_cpu(cpu: Mapping[str, float]) -> str:
+    parts = ", ".join(f"{name} {s:.1f}" for name, s in sorted(cpu.items(), key=lambda kv: -kv[1]) if s >= 0.05)
+    return f"{sum(cpu.values()):.1f} CPU-s ({parts})"
 
 
 def timed(call: Callable[[], Any]) -> tuple[Any, float, float]:

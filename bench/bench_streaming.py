@@ -1,0 +1,438 @@
+"""Streaming: requests/s from Kafka to decisions in Kafka, and event-to-decision latency, at trigger 1 s.
+
+Re-run from the repository root (about 6-10 minutes on a 2-core machine):
+
+    .venv/bin/python bench/bench_streaming.py
+    .venv/bin/python bench/bench_streaming.py --clusters 1 --pipelines placement --backlog 50000 --duration 20
+
+A tansu broker (in memory, 127.0.0.1 only, tests/kafka_broker.py) and one local[2] SparkSession run in
+this process tree. For each pipeline and each cluster count, on fresh topics and a fresh checkpoint:
+
+* `placement`: the engine's `run` query (streaming.job.start_kafka_job): the placement-kafka source on the
+  events and requests topics, grouping by cluster, the state function (parse, model, policy), the sink.
+* `passthrough`: the same source, the same `cluster` column and grouping, an applyInPandasWithState function
+  that parses every record with events.parse_record and emits it unchanged (a one-counter state), the same
+  Kafka output mapping and sink; no model, no policy. Its rate is the limit the placement rate compares with.
+
+Phases of one run:
+
+1. warm-up: the clusters register (--bookies on --racks each, writable + disk report), then one request per
+   cluster; wait for their decisions (Python workers started, models built).
+2. throughput: --backlog requests are produced at once (round-robin over the clusters); the rate is the backlog
+   over the time from the first produce to the last distinct decision read back (consumer on the decisions
+   topic). Batches are capped by engine.kafka.maxOffsetsPerTrigger (--max-offsets). Spark's own
+   processedRowsPerSecond per batch is reported too.
+3. latency: --rate requests/s for --duration s, paced in 10 ms ticks. Each request_id carries its produce
+   wall time (time.time_ns() just before produce()); the latency of a request is the Kafka timestamp
+   (CreateTime, set by the sink's producer when the decision is produced) of its first decision minus that
+   time. Same machine, same clock. p50/p99/max over all requests of the phase; requests without a decision
+   after --drain-timeout are counted as missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402
+
+_REQUEST_ID = re.compile(rb'"request_id":"([^"]*)"')
+
+
+# -- the pass-through pipeline ------------------------------------------------------------------------
+
+
+def make_passthrough_function(source_kind: str = "kafka"):
+    """An applyInPandasWithState function: parse every record (as the engine does), emit it unchanged."""
+
+    def on_group(key: tuple, frames: Iterator, group_state) -> Iterator:
+        import pandas as pd
+
+        from events import DeadLetter, Origin, parse_record
+
+        cluster = key[0]
+        chunks = list(frames)
+        frame = chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
+        frame = frame.sort_values(["o1", "o2", "o3"], kind="stable")
+        kinds, ids = [], []
+        for name, part, pos, value in zip(frame["src_name"], frame["src_part"], frame["src_pos"], frame["value"]):
+            item = parse_record(value if value is not None else "", Origin.from_kafka(name, int(part), int(pos)))
+            kinds.append("dead_letter" if isinstance(item, DeadLetter) else "decision")
+            ids.append(getattr(item, "request_id", None) or "")
+        seen = (group_state.get[0] if group_state.exists else 0) + len(ids)
+        group_state.update((seen,))
+        yield pd.DataFrame({"kind": kinds, "cluster": [cluster] * len(ids), "id": ids,
+                            "value": list(frame["value"])}, columns=["kind", "cluster", "id", "value"])
+
+    return on_group
+
+
+def start_passthrough(spark, conf: dict[str, str], settings, query_name: str):
+    """The pass-through query, built like streaming.job.start_kafka_job with the state function swapped."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    from streaming.job import kafka_outputs, kafka_records
+    from streaming.stateful import INPUT_COLUMNS, OUTPUT_DDL
+
+    records = kafka_records(spark, settings)
+    keyed = records.withColumn("cluster", F.coalesce(F.get_json_object("value", "$.cluster"), F.lit(""))) \
+        .withColumn("shard", F.lit(0)).select(*INPUT_COLUMNS)
+    outputs = keyed.groupBy("cluster", "shard").applyInPandasWithState(
+        make_passthrough_function(), OUTPUT_DDL, "seen long", "append", GroupStateTimeout.NoTimeout)
+    writer = kafka_outputs(outputs, settings).writeStream.option("checkpointLocation", settings.checkpoint_location) \
+        .trigger(processingTime=f"{settings.trigger_seconds} seconds").queryName(query_name) \
+        .format("placement-kafka").option("kafka.bootstrap.servers", settings.bootstrap_servers)
+    for key, value in sorted(settings.kafka_client.items()):
+        writer = writer.option(f"kafka.{key}", value)
+    return writer.outputMode("append").start()
+
+
+# -- reading decisions back ---------------------------------------------------------------------------
+
+
+class DecisionReader:
+    """Reads the decisions topic in a thread; keeps the first Kafka timestamp (ms) of each request_id."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}",
+                                   "enable.auto.commit": False, "fetch.wait.max.ms": 10})
+        metadata = self._consumer.list_topics(topic, timeout=10)
+        self._consumer.assign([TopicPartition(topic, p, 0) for p in sorted(metadata.topics[topic].partitions)])
+        self.first_ts: dict[bytes, int] = {}
+        self.first_read_ns: dict[bytes, int] = {}
+        self.records = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="decision-reader", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        find = _REQUEST_ID.search
+        while not self._stop.is_set():
+            messages = self._consumer.consume(num_messages=2000, timeout=0.05)
+            now = time.time_ns()
+            with self._lock:
+                for msg in messages:
+                    if msg.error() is not None:
+                        continue
+                    self.records += 1
+                    match = find(msg.value() or b"")
+                    if match is None:
+                        continue
+                    rid = match.group(1)
+                    if rid not in self.first_ts:
+                        self.first_ts[rid] = msg.timestamp()[1]
+                        self.first_read_ns[rid] = now
+
+    def count(self, prefix: bytes) -> int:
+        with self._lock:
+            return sum(1 for rid in self.first_ts if rid.startswith(prefix))
+
+    def wait_for(self, ids: set[bytes], timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                if ids.issubset(self.first_ts.keys()):
+                    return True
+            time.sleep(0.05)  # poll interval of a condition check
+        return False
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._consumer.close()
+
+
+# -- producing ----------------------------------------------------------------------------------------
+
+
+def _producer(bootstrap: str):
+    from confluent_kafka import Producer
+
+    return Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "queue.buffering.max.messages": 1_000_000})
+
+
+def _produce(producer, topic: str, key: str, value: str) -> None:
+    while True:
+        try:
+            producer.produce(topic, value=value.encode(), key=key.encode())
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
+def _request_line(cluster: str, n: int, rid: str, members: list[str], rng) -> str:
+    record = common.request(cluster, n, int(time.time() * 1000), members, rng, request_id=rid)
+    return json.dumps(record, separators=(",", ":"))
+
+
+def batch_profile(progress: list) -> dict:
+    """Median of each durationMs part, rows and rows/s over batches that read data."""
+    rows = [p for p in progress if (p.get("numInputRows") or 0) > 0]
+    if not rows:
+        return {"batches": 0}
+    parts: dict[str, list[float]] = {}
+    for p in rows:
+        for name, value in (p.get("durationMs") or {}).items():
+            parts.setdefault(name, []).append(float(value))
+    rates = [p["numInputRows"] / max(p["durationMs"]["triggerExecution"] / 1000, 1e-3) for p in rows]
+    return {"batches": len(rows), "rows_median": common.percentile([p["numInputRows"] for p in rows], 50),
+            "rows_per_s_median": common.percentile(rates, 50),
+            "duration_ms_median": {k: common.percentile(v, 50) for k, v in sorted(parts.items())}}
+
+
+def _progress(query) -> list:
+    return [json.loads(p.json) if hasattr(p, "json") else dict(p) for p in query.recentProgress]
+
+
+def settle(query, timeout_s: float = 60.0) -> None:
+    """Wait until the query has no batch running (so its last batch is in recentProgress)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = query.status
+        if not status.get("isTriggerActive") and not status.get("isDataAvailable"):
+            return
+        time.sleep(0.05)  # poll interval of a condition check
+
+
+def run_scenario(spark, bootstrap: str, pipeline: str, clusters: int, args, work: Path) -> dict:
+    import random
+
+    from state.settings import MODEL_KEYS
+    from streaming.job import start_kafka_job
+    from streaming.settings import EngineSettings
+    from tests.kafka_broker import create_topic, unique_topic_name
+
+    topics = {name: create_topic(bootstrap, unique_topic_name(f"bench-{name}"), partitions=parts)
+              for name, parts in (("events", 2), ("requests", 2), ("decisions", 2), ("alerts", 1), ("dead", 1))}
+    conf = {**common.BENCH_CONF,
+            "engine.kafka.bootstrapServers": bootstrap,
+            "engine.kafka.eventsTopic": topics["events"], "engine.kafka.requestsTopic": topics["requests"],
+            "engine.kafka.decisionsTopic": topics["decisions"], "engine.kafka.alertsTopic": topics["alerts"],
+            "engine.kafka.deadLettersTopic": topics["dead"],
+            "engine.kafka.maxOffsetsPerTrigger": str(args.max_offsets),
+            "engine.checkpointLocation": str(work / f"checkpoint-{pipeline}-{clusters}"),
+            "engine.trigger.seconds": "1"}
+    settings = EngineSettings.from_conf(conf, extra_known=frozenset(MODEL_KEYS))
+    names = [f"c{c:03d}" for c in range(clusters)]
+    layout = common.rack_layout(args.bookies, args.racks)
+    members = list(layout)
+    rng = random.Random(11)
+    producer = _producer(bootstrap)
+    now_ms = int(time.time() * 1000)
+    for cluster in names:
+        for record in common.registration(cluster, layout, now_ms - 60_000, rng):
+            _produce(producer, topics["events"], cluster, json.dumps(record, separators=(",", ":")))
+    producer.flush(30)
+    reader = DecisionReader(bootstrap, topics["decisions"])
+    memory = common.PeakMemory(interval_s=0.5).start()
+    name = f"bench-{pipeline}-{clusters}"
+    query = (start_kafka_job(spark, conf, settings, query_name=name) if pipeline == "placement"
+             else start_passthrough(spark, conf, settings, name))
+    result: dict = {"pipeline": pipeline, "clusters": clusters, "bookies_per_cluster": args.bookies}
+    try:
+        # 1. warm-up
+        started = time.perf_counter()
+        warm = set()
+        for n, cluster in enumerate(names):
+            rid = f"W{n}"
+            warm.add(rid.encode())
+            _produce(producer, topics["requests"], cluster, _request_line(cluster, n, rid, members, rng))
+        producer.flush(30)
+        if not reader.wait_for(warm, args.drain_timeout):
+            raise RuntimeError(f"{name}: warm-up decisions did not arrive within {args.drain_timeout} s; "
+                               f"query status {query.status}, exception {query.exception()}")
+        result["warmup_s"] = time.perf_counter() - started
+        settle(query)
+
+        # 2. throughput on a backlog
+        load = common.load_average()
+        batch_before = len(_progress(query))
+        cpu_before = memory.cpu_now()
+        ids = set()
+        started_ns = time.time_ns()
+        started = time.perf_counter()
+        for n in range(args.backlog):
+            cluster = names[n % clusters]
+            rid = f"B{n}"
+            ids.add(rid.encode())
+            _produce(producer, topics["requests"], cluster, _request_line(cluster, n, rid, members, rng))
+            if n % 5000 == 0:
+                producer.poll(0)
+        producer.flush(60)
+        produced_s = time.perf_counter() - started
+        complete = reader.wait_for(ids, args.drain_timeout + args.backlog / 500)
+        with reader._lock:  # noqa: SLF001
+            stamps = [reader.first_ts[i] for i in ids if i in reader.first_ts]
+        elapsed = (max(stamps) - started_ns / 1e6) / 1000 if stamps else float("nan")
+        settle(query)
+        batches = batch_profile(_progress(query)[batch_before:])
+        cpu = common.cpu_between(cpu_before, memory.cpu_now())
+        result["throughput"] = {"backlog": args.backlog, "answered": len(stamps), "complete": complete,
+                                "produce_s": produced_s, "elapsed_s": elapsed,
+                                "requests_per_s": len(stamps) / elapsed if stamps else 0.0,
+                                "batches": batches, "cpu": cpu,
+                                "us_cpu_per_request": sum(cpu.values()) / max(len(stamps), 1) * 1e6,
+                                "load": [load[0], common.load_average()[0]]}
+
+        # 3. latency at a steady rate
+        load = common.load_average()
+        batch_before = len(_progress(query))
+        cpu_before = memory.cpu_now()
+        ids = set()
+        sent_ns: dict[bytes, int] = {}
+        tick = 0.01
+        due = 0.0
+        n = 0
+        begin = time.perf_counter()
+        while True:
+            elapsed_phase = time.perf_counter() - begin
+            if elapsed_phase >= args.duration:
+                break
+            due = min(args.rate * args.duration, (elapsed_phase + tick) * args.rate)
+            while n < due:
+                cluster = names[n % clusters]
+                stamp = time.time_ns()
+                rid = f"L{n}-{stamp}"
+                key = rid.encode()
+                ids.add(key)
+                sent_ns[key] = stamp
+                _produce(producer, topics["requests"], cluster, _request_line(cluster, n, rid, members, rng))
+                n += 1
+            producer.poll(0)
+            pause = begin + (elapsed_phase // tick + 1) * tick - time.perf_counter()
+            if pause > 0:
+                time.sleep(pause)  # pacing of the producer, not a wait for a condition
+        producer.flush(30)
+        produce_s = time.perf_counter() - begin
+        complete = reader.wait_for(ids, args.drain_timeout)
+        settle(query)
+        cpu = common.cpu_between(cpu_before, memory.cpu_now())
+        with reader._lock:  # noqa: SLF001
+            latencies = [reader.first_ts[i] - sent_ns[i] / 1e6 for i in ids if i in reader.first_ts]
+            read_latencies = [(reader.first_read_ns[i] - sent_ns[i]) / 1e6 for i in ids if i in reader.first_read_ns]
+        result["latency"] = {"rate_target": args.rate, "produced": len(ids), "rate_offered": len(ids) / produce_s,
+                             "answered": len(latencies), "complete": complete,
+                             "p50_ms": common.percentile(latencies, 50), "p99_ms": common.percentile(latencies, 99),
+                             "max_ms": max(latencies) if latencies else float("nan"),
+                             "p50_read_ms": common.percentile(read_latencies, 50),
+                             "p99_read_ms": common.percentile(read_latencies, 99),
+                             "batches": batch_profile(_progress(query)[batch_before:]), "cpu": cpu,
+                             "load": [load[0], common.load_average()[0]]}
+    finally:
+        query.stop()
+        memory.stop()
+        reader.close()
+        result["peak_rss_mib"] = memory.peak_mib
+        result["peak_rss"] = memory.describe()
+        result["cpu"] = memory.describe_cpu()
+    return result
+
+
+def _describe_batches(b: dict) -> str:
+    if not b.get("batches"):
+        return "none with data"
+    parts = b["duration_ms_median"]
+    shown = ", ".join(f"{k} {v:,.0f}" for k, v in parts.items() if v >= 1)
+    return (f"{b['batches']} with data, median {b['rows_median']:,.0f} rows at {b['rows_per_s_median']:,.0f} rows/s; "
+            f"median ms: {shown}")
+
+
+def print_result(r: dict) -> None:
+    t, lat = r.get("throughput"), r.get("latency")
+    print(f"\n{r['pipeline']}, {r['clusters']} cluster(s) of {r['bookies_per_cluster']} bookies "
+          f"(warm-up {r.get('warmup_s', float('nan')):.1f} s)")
+    if t:
+        print(f"  throughput: {t['answered']:,}/{t['backlog']:,} requests answered in {t['elapsed_s']:.1f} s -> "
+              f"{t['requests_per_s']:,.0f} requests/s Kafka to Kafka (backlog produced in {t['produce_s']:.1f} s; "
+              f"load {t['load'][0]:.1f}->{t['load'][1]:.1f})")
+        print(f"    batches: {_describe_batches(t['batches'])}")
+        print(f"    CPU: {common.describe_cpu(t['cpu'])} -> {t['us_cpu_per_request']:,.0f} CPU-us per request")
+    if lat:
+        print(f"  latency at {lat['rate_target']:,} requests/s offered ({lat['rate_offered']:,.0f}/s achieved by the "
+              f"producer): p50 {lat['p50_ms']:,.0f} ms, p99 {lat['p99_ms']:,.0f} ms, max {lat['max_ms']:,.0f} ms "
+              f"(decision timestamp - produce time; read back by the consumer: p50 {lat['p50_read_ms']:,.0f} ms, "
+              f"p99 {lat['p99_read_ms']:,.0f} ms); {lat['answered']:,}/{lat['produced']:,} answered; "
+              f"load {lat['load'][0]:.1f}->{lat['load'][1]:.1f}")
+        print(f"    batches: {_describe_batches(lat['batches'])}")
+        print(f"    CPU: {common.describe_cpu(lat['cpu'])} over {lat['produced']:,} requests")
+    print(f"  peak RSS of the process tree: {r['peak_rss']}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pipelines", default="placement,passthrough")
+    parser.add_argument("--clusters", default="1,100", help="cluster counts, e.g. 1,100")
+    parser.add_argument("--bookies", type=int, default=12, help="bookies per cluster")
+    parser.add_argument("--racks", type=int, default=4, help="racks per cluster")
+    parser.add_argument("--backlog", type=int, default=100_000, help="requests of the throughput phase")
+    parser.add_argument("--max-offsets", type=int, default=50_000, help="engine.kafka.maxOffsetsPerTrigger")
+    parser.add_argument("--rate", type=int, default=5000, help="requests/s of the latency phase")
+    parser.add_argument("--duration", type=float, default=30.0, help="seconds of the latency phase")
+    parser.add_argument("--drain-timeout", type=float, default=120.0,
+                        help="seconds to wait for the last decisions of a phase")
+    parser.add_argument("--shuffle-partitions", type=int, default=2,
+                        help="spark.sql.shuffle.partitions (engine.spark.shufflePartitions; the engine's default is 2)")
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    pipelines = [p.strip() for p in args.pipelines.split(",") if p.strip()]
+    if set(pipelines) - {"placement", "passthrough"}:
+        parser.error("--pipelines: expected placement and/or passthrough")
+    counts = [int(c) for c in args.clusters.split(",")]
+    info = common.header(
+        "streaming: Kafka -> decisions in Kafka, trigger 1 s; the engine vs a pass-through of the same pipeline",
+        f"pipelines {', '.join(pipelines)}; clusters {counts}; {args.bookies} bookies on {args.racks} racks per "
+        f"cluster; backlog {args.backlog:,}, maxOffsetsPerTrigger {args.max_offsets:,}; latency at {args.rate:,}/s "
+        f"for {args.duration:g} s; shuffle partitions {args.shuffle_partitions}\nbroker: tansu (in memory, 127.0.0.1), in this process tree with Spark local[2]",
+        spark=True)
+    from streaming.session import build_session
+    from tests.kafka_broker import TansuBroker
+
+    results: dict = {"machine": info, "args": vars(args), "runs": []}
+    work = Path(tempfile.mkdtemp(prefix="bench-streaming-"))
+    broker = TansuBroker().start()
+    try:
+        started = time.perf_counter()
+        spark = build_session(app_name="bench-streaming", log_level="ERROR",
+                              conf={"spark.sql.shuffle.partitions": str(args.shuffle_partitions)})
+        print(f"# SparkSession started in {time.perf_counter() - started:.1f} s; broker {broker.bootstrap}", flush=True)
+        for clusters in counts:
+            for pipeline in pipelines:
+                try:
+                    result = run_scenario(spark, broker.bootstrap, pipeline, clusters, args, work)
+                except Exception as exc:  # noqa: BLE001 - report and go on with the next scenario
+                    result = {"pipeline": pipeline, "clusters": clusters, "error": f"{type(exc).__name__}: {exc}"}
+                    print(f"\n{pipeline}, {clusters} cluster(s): FAILED: {result['error'][:2000]}", flush=True)
+                else:
+                    print_result(result)
+                results["runs"].append(result)
+        spark.stop()
+    finally:
+        broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    by = {(r["pipeline"], r["clusters"]): r for r in results["runs"] if "error" not in r}
+    for clusters in counts:
+        placed, passed = by.get(("placement", clusters)), by.get(("passthrough", clusters))
+        if placed and passed:
+            ratio = placed["throughput"]["requests_per_s"] / max(passed["throughput"]["requests_per_s"], 1e-9)
+            print(f"\n{clusters} cluster(s): placement/pass-through throughput = {ratio:.2f} (target >= 0.5); "
+                  f"p99 at {args.rate:,}/s = {placed['latency']['p99_ms']:,.0f} ms (target < 2000 ms)")
+    results["load_after"] = common.footer(info)
+    common.save_json(args.json, results)
+
+
+if __name__ == "__main__":
+    main()
