@@ -99,17 +99,29 @@ def generate(requests: int, seed: int) -> list[dict]:
             size = rng.choice((3, 3, 3, 5))
             emit("ledger_create", request_id=f"create-{n}", ledger_id=n, ensemble_size=size,
                  write_quorum=min(size, 3), ack_quorum=2)
-            members = rng.sample(bookies, size)
-            placed.append(members)
+            placed.append(_spread(rng, bookies, locations, size))
         elif kind < 0.95:
             ensemble = rng.choice(placed)
             emit("bookie_replace", request_id=f"replace-{n}", ledger_id=n, ensemble=ensemble,
                  bookie=rng.choice(ensemble), write_quorum=min(len(ensemble), 3), ack_quorum=2)
         else:
-            ensemble = rng.choice(placed)
+            # Mostly well-spread ensembles; now and then a legacy one that sits in a single rack.
+            ensemble = rng.choice(placed) if rng.random() < 0.8 else _one_rack(rng, bookies, locations)
             emit("ensemble_check", request_id=f"check-{n}", ledger_id=n, ensemble=ensemble,
                  write_quorum=min(len(ensemble), 3), ack_quorum=2)
     return records
+
+
+def _spread(rng: random.Random, bookies: list[str], locations: dict[str, str], size: int) -> list[str]:
+    """`size` bookies from distinct racks, as a rack-aware client would have placed them."""
+    racks = sorted(set(locations.values()))
+    chosen = rng.sample(racks, size)
+    return [rng.choice([b for b in bookies if locations[b] == rack]) for rack in chosen]
+
+
+def _one_rack(rng: random.Random, bookies: list[str], locations: dict[str, str]) -> list[str]:
+    rack = rng.choice(sorted(set(locations.values())))
+    return rng.sample([b for b in bookies if locations[b] == rack], 3)
 
 
 def write_input(records: list[dict], path: Path) -> None:

@@ -31,6 +31,8 @@ DEFAULT_CONF: Mapping[str, str] = {
 
 DEFAULT_LOG_LEVEL = "WARN"
 
+_LOG4J_CONF = Path(__file__).resolve().parent / "log4j2.properties"
+
 # The directory holding the project's top-level packages (policies/, events/, state/, streaming/).
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -69,7 +71,11 @@ def build_session(master: str = "local[2]", app_name: str = "placement-engine",
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     _prepare_python_workers()
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
+    settings = {**DEFAULT_CONF, **(conf or {})}
+    if "spark.driver.extraJavaOptions" not in settings:
+        # Read when the JVM starts: keep Spark's known harmless start-up notices out of the operator log.
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_LOG4J_CONF}"
+    for key, value in settings.items():
         builder = builder.config(key, str(value))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
