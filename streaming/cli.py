@@ -51,11 +51,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .job import start_kafka_job
+    from .job import check_topics, start_kafka_job
 
     conf = load_conf(args.conf, args.set)
     settings = _engine_settings(conf)
     settings.require_kafka()
+    check_topics(settings)
     spark = _session(settings, "placement-engine")
     query = start_kafka_job(spark, conf, settings)
     log.info("placement-engine running: %s + %s -> %s, %s, %s (checkpoint %s)", settings.events_topic,

@@ -33,7 +33,7 @@ DEMO_CONF = {
     "diskWeightBasedPlacementEnabled": "true",
     "networkTopologyStabilizePeriodSeconds": "30",
     "engine.seed": "1",
-    "engine.replay.recordsPerTrigger": "4000",
+    "engine.replay.recordsPerTrigger": "1500",
 }
 
 

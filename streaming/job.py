@@ -112,6 +112,31 @@ def kafka_outputs(outputs: DataFrame, settings: EngineSettings) -> DataFrame:
                           F.when(is_alert, alert_headers).otherwise(plain).alias("headers"))
 
 
+TOPIC_KEYS = (("engine.kafka.eventsTopic", "events_topic"), ("engine.kafka.requestsTopic", "requests_topic"),
+              ("engine.kafka.decisionsTopic", "decisions_topic"), ("engine.kafka.alertsTopic", "alerts_topic"),
+              ("engine.kafka.deadLettersTopic", "dead_letters_topic"))
+
+
+def check_topics(settings: EngineSettings, timeout_s: float = 15.0) -> None:
+    """Fail at start-up, naming the key, when the broker is unreachable or a topic does not exist."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    from .config import ConfigError
+
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers, **settings.kafka_client})
+    try:
+        existing = admin.list_topics(timeout=timeout_s).topics
+    except KafkaException as exc:
+        raise ConfigError(f"engine.kafka.bootstrapServers: cannot reach {settings.bootstrap_servers} "
+                          f"within {timeout_s:.0f} s ({exc.args[0]}); check the address and that the broker runs") from exc
+    for key, attribute in TOPIC_KEYS:
+        topic = getattr(settings, attribute)
+        if topic not in existing:
+            raise ConfigError(f"{key}: topic {topic!r} does not exist on {settings.bootstrap_servers}; "
+                              "create it or name an existing topic")
+
+
 def start_kafka_job(spark: SparkSession, conf: Mapping[str, str], settings: EngineSettings,
                     query_name: str = "placement-engine"):
     """Start the `run` query: Kafka events + requests -> decisions, alerts, dead letters on Kafka.

@@ -148,3 +148,13 @@ def test_alert_consumer_deduplicates_and_filters_against_the_broker(kafka_bootst
     assert sorted(e["id"] for e in run(cluster=["c1"])) == ["a1", "a3", "a4"]
     assert sorted(e["id"] for e in run(severity="error")) == ["a2", "a4"]
     assert [e["id"] for e in run(type=["placement.bookie."])] == ["a1"]
+
+
+def test_run_refuses_to_start_on_a_missing_topic_naming_the_key(kafka_bootstrap, topics, tmp_path, capsys):
+    from streaming.cli import main
+
+    conf_file = tmp_path / "run.properties"
+    conf_file.write_text("".join(f"{k}={v}\n" for k, v in _conf(kafka_bootstrap, topics, tmp_path / "c").items()))
+    assert main(["run", "--conf", str(conf_file), "--set", "engine.kafka.alertsTopic=no-such-topic"]) == 2
+    err = capsys.readouterr().err
+    assert "engine.kafka.alertsTopic" in err and "no-such-topic" in err and "Traceback" not in err
