@@ -9,6 +9,9 @@ Re-run from the repository root:
 
 Parts:
 
+* `core` (no Spark): calls/s of new_ensemble(3,3,2), replace_bookie and is_ensemble_adhering of the
+  region-aware (`/region<j>/rack<i>`, 3 regions) and zone-aware (`/zone<j>/ud<i>`, 3 zones) policies, weighted
+  and not, at 12/4, 600/30 and 6000/100, with bench_policies.py's method (it covers rack-aware and default).
 * `bookies` (no Spark, this process's CPU time): for clusters of 12/4 up to 6000/100 bookies/racks,
   - the placement core alone: new_ensemble(3,3,2) of the rack-aware policy, unweighted, default
     settings, one shared generator (the set-up of BookKeeper's and bench_policies.py's figures);
@@ -41,9 +44,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_policies  # noqa: E402
 import common  # noqa: E402
 
 SIZES = ((12, 4), (120, 12), (600, 30), (1200, 40), (6000, 100))
+CORE_SIZES = ((12, 4), (600, 30), (6000, 100))
 CLUSTERS = (1, 10, 100, 1000)
 SHARDS = (1, 2, 4)
 
@@ -115,6 +120,42 @@ def part_bookies(sizes, seconds: float, requests: int) -> list[dict]:
               f"{load_s * 1e3:>7.1f}ms {heap / 1024:>8,.0f} KiB", flush=True)
         if failed:
             print(f"    note: {failed} of {requests} decisions failed (check the generated cluster)")
+    return rows
+
+
+def zone_cluster(bookies: int, racks: int, zones: int = 3) -> dict[str, list[str]]:
+    """`/zone<j>/ud<i>` locations: the racks become upgrade domains spread over `zones` zones."""
+    layout: dict[str, list[str]] = {}
+    for rack, members in bench_policies.racks_cluster(bookies, racks).items():
+        layout[f"/zone{int(rack[5:]) % zones}/ud{rack[5:]}"] = members
+    return layout
+
+
+def core_rows():
+    """Region-aware and zone-aware rows in bench_policies.py's format (it covers rack-aware and default)."""
+    Row = bench_policies.Row
+    weighted = {"diskWeightBasedPlacementEnabled": True}
+    return [
+        Row("regionaware", "regionaware", build=bench_policies.region_racks_cluster),
+        Row("regionaware", "regionaware weighted", weighted, build=bench_policies.region_racks_cluster, disk=True),
+        Row("zoneaware", "zoneaware", build=zone_cluster),
+        Row("zoneaware", "zoneaware weighted", weighted, build=zone_cluster, disk=True),
+    ]
+
+
+def part_core(sizes, seconds: float, repeat: int) -> list[dict]:
+    rows = []
+    print(f"\n## placement core of the region-aware and zone-aware policies, calls per CPU-second (best of {repeat} x "
+          f"{seconds}s; bench_policies.py's method and operations; 3 regions or 3 zones)")
+    print(f"{'policy':<22}{'bookies/racks':>14}  {'operation':<22}{'calls/s':>12}")
+    for row in core_rows():
+        for bookies, racks in sizes:
+            policy = bench_policies.build(row, bookies, racks)
+            for name, call in bench_policies.operations(policy, random.Random(2)).items():
+                calls = bench_policies.rate(call, seconds, repeat)
+                rows.append({"policy": row.label, "bookies": bookies, "racks": racks, "operation": name,
+                             "calls_per_s": calls})
+                print(f"{row.label:<22}{f'{bookies}/{racks}':>14}  {name:<22}{calls:>12,.0f}", flush=True)
     return rows
 
 
@@ -203,7 +244,8 @@ def part_shards(spark, work: Path, shards_list, requests: int, per_trigger: int)
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--parts", default="bookies,clusters,shards", help="comma-separated: bookies, clusters, shards")
+    parser.add_argument("--parts", default="core,bookies,clusters,shards",
+                        help="comma-separated: core, bookies, clusters, shards")
     parser.add_argument("--sizes", help="bookies/racks list for the bookies part, e.g. 12/4,600/30")
     parser.add_argument("--clusters", help="cluster counts for the clusters part, e.g. 1,10,100,1000")
     parser.add_argument("--shards", help="shard counts for the shards part, e.g. 1,2,4")
@@ -214,9 +256,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON (bench/plot_cost.py reads it)")
     args = parser.parse_args(argv)
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
-    unknown = parts - {"bookies", "clusters", "shards"}
+    unknown = parts - {"core", "bookies", "clusters", "shards"}
     if unknown:
-        parser.error(f"--parts: unknown part(s) {', '.join(sorted(unknown))}; expected bookies, clusters, shards")
+        parser.error(f"--parts: unknown part(s) {', '.join(sorted(unknown))}; expected core, bookies, clusters, shards")
     sizes = SIZES if not args.sizes else tuple(tuple(int(x) for x in s.split("/")) for s in args.sizes.split(","))
     counts = CLUSTERS if not args.clusters else tuple(int(x) for x in args.clusters.split(","))
     shards = SHARDS if not args.shards else tuple(int(x) for x in args.shards.split(","))
@@ -224,6 +266,8 @@ def main(argv: list[str] | None = None) -> None:
     info = common.header("growth: cost per request vs bookies, clusters and shards; state size; peak memory",
                          f"parts: {', '.join(sorted(parts))}", spark=bool(spark_parts))
     results: dict = {"machine": info, "args": vars(args)}
+    if "core" in parts:
+        results["core"] = part_core(CORE_SIZES, 0.3, 3)
     if "bookies" in parts:
         results["bookies"] = part_bookies(sizes, args.seconds, args.engine_requests)
     if spark_parts:

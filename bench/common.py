@@ -249,6 +249,9 @@ class PeakMemory:
             if pid not in self._first_cpu:
                 # A process that started after the first sample counts from zero (it is ours).
                 self._first_cpu[pid] = (name, cpu if not self._thread else 0.0)
+            else:
+                # The latest name: spark-submit's bash execs java in the same process.
+                self._first_cpu[pid] = (name, self._first_cpu[pid][1])
             self._last_cpu[pid] = cpu
         total /= 1024
         if total > self.peak_mib:

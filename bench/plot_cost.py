@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     bookies = [r["bookies"] for r in rows]
     labels = {r["bookies"]: f"{r['bookies']}/{r['racks']}" for r in rows}
 
-    fig, ax = plt.subplots(figsize=(8.5, 5.6), dpi=110)
+    fig, ax = plt.subplots(figsize=(8.5, 7.0), dpi=110)
     ax.plot(bookies, [r["core_us_per_call"] for r in rows], "o-", color="tab:blue",
             label="ours: placement core, new_ensemble(3,3,2), CPU time")
     ax.plot(bookies, [r["engine_us_per_request"] for r in rows], "s-", color="tab:green",
@@ -90,8 +90,9 @@ def main(argv: list[str] | None = None) -> None:
                  f"Python {machine.get('python', '?')}, shared machine (load avg "
                  f"{machine.get('load_before', ['?'])[0]} before)", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7.5, loc="upper left")
-    fig.tight_layout()
+    handles, names = ax.get_legend_handles_labels()
+    fig.tight_layout(rect=(0, 0.2, 1, 1))
+    fig.legend(handles, names, fontsize=7.5, loc="lower center", ncol=2, frameon=False)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out)
     print(f"wrote {args.out}")
