@@ -40,6 +40,10 @@ class Reason(enum.Enum):
     DUPLICATE_BOOKIE = (
         "a bookie is listed twice in an ensemble or a cluster_view list, or in both writable and readonly"
     )
+    INTERNAL_ERROR = (
+        "the engine failed on this valid-looking record (a bug): it is kept here so nothing is lost; "
+        "the streaming job sets it, never the parser"
+    )
 
     def __str__(self) -> str:
         return self.name

@@ -245,6 +245,14 @@ def test_duplicate_bookie():
     )
 
 
+def test_internal_error():
+    """Set by the streaming job's per-record guard (tests/streaming/test_stateful_guard.py), never by parsing."""
+    letter = DeadLetter(raw="{}", source={"topic": "t", "partition": 0, "offset": 1}, reason=Reason.INTERNAL_ERROR,
+                        detail="KeyError: 'x'", cluster="c1", request_id="r1", record_type="ledger_create")
+    assert letter.to_record()["code"] == "INTERNAL_ERROR"
+    assert letter.needs_failed_decision
+
+
 def test_every_reason_has_a_test():
     """Each Reason member has a test named after it in this module (test_<code in lower case>)."""
     missing = [reason.name for reason in Reason if not callable(globals().get(f"test_{reason.name.lower()}"))]

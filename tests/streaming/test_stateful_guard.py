@@ -1,0 +1,47 @@
+"""The stateful function's one catch-all: a bug on one record neither crashes the job nor loses a record."""
+
+import json
+
+from events import Origin, parse_record
+from state.settings import ModelSettings
+from state.snapshot import loads
+from state.step import step
+from streaming.stateful import guarded_step
+
+CONF = {"ensemblePlacementPolicy": "rackaware", "engine.seed": "3"}
+SETTINGS = ModelSettings.from_conf(CONF)
+
+
+def _records():
+    raw = [{"type": "bookie_writable", "cluster": "c1", "time": 1_000, "bookie": f"bk{i}:3181",
+            "location": f"/r{i % 3}"} for i in range(6)]
+    raw += [{"type": "ledger_create", "cluster": "c1", "time": 2_000 + n, "request_id": f"r{n}",
+             "ensemble_size": 3, "write_quorum": 3, "ack_quorum": 2} for n in range(3)]
+    return [parse_record(json.dumps(r), Origin.from_kafka("requests", 0, i)) for i, r in enumerate(raw)]
+
+
+def test_without_a_bug_the_guard_is_the_plain_step():
+    items = _records()
+    state, produced = guarded_step(None, "c1", items, SETTINGS, CONF)
+    direct = step(None, "c1", items, SETTINGS, CONF)
+    assert [o.to_json() for o in produced] == [o.to_json() for o in direct.outputs]
+    assert loads(state, CONF).writable == direct.model.writable
+
+
+def test_a_record_the_engine_fails_on_becomes_a_dead_letter_and_a_failed_decision():
+    items = _records()
+
+    def buggy_step(model, cluster, batch, settings, conf, **kwargs):
+        if any(getattr(item, "request_id", None) == "r1" for item in batch):
+            raise KeyError("boom")
+        return step(model, cluster, batch, settings, conf, **kwargs)
+
+    state, produced = guarded_step(None, "c1", items, SETTINGS, CONF, step_fn=buggy_step)
+    decisions = {o.payload["request_id"]: o.payload for o in produced if o.kind == "decision"}
+    assert decisions["r0"]["status"] == "ok" and decisions["r2"]["status"] == "ok"
+    assert decisions["r1"]["status"] == "failed" and decisions["r1"]["error"]["code"] == "INTERNAL_ERROR"
+    letters = [o.payload for o in produced if o.kind == "dead_letter"]
+    assert [(d["code"], d["request_id"]) for d in letters] == [("INTERNAL_ERROR", "r1")]
+    assert json.loads(letters[0]["raw"])["request_id"] == "r1"
+    # The records around the failing one were applied: the state holds the six bookies.
+    assert len(loads(state, CONF).writable) == 6
