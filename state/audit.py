@@ -1,0 +1,552 @@
+"""Continuous placement audit: remember the ledgers a cluster placed or was asked to check, re-check
+them when the topology changes, and raise one alert per transition (CONTRACT §2 "Alerts").
+
+Spec: bookkeeper-rackaware.md §5.2 (`replace_to_adhere`), §6 (adherence); the region-aware adherence
+and disallowed regions of bookkeeper-region-zone-isolation.md. BookKeeper's own auditor re-checks
+closed ledgers on a timer (off by default) and counts non-adhering ensembles; this audit re-checks a
+ledger when a change touches one of its bookies, and says why and how to fix it.
+
+What a ledger's state is (`LedgerAudit.evaluate`), over its ensemble as remembered:
+
+* **unsettled**: a member left the writable set less than `networkTopologyStabilizePeriodSeconds`
+  ago (a pending leave). Nothing is decided until the bookie returns or its delay ends, so a
+  flapping bookie raises no ledger alerts (the health checks report the pending departure itself).
+* **not adhering**: a member is lost, read-only, writable without a usable location (its join
+  failed), or in a region placement is disallowed in; or the policy's `is_ensemble_adhering` says
+  FAIL. Each cause is one entry of `problems`.
+* **adhering** otherwise (MEETS_STRICT, or MEETS_SOFT under region/zone-aware rules).
+
+Alerts (subject `ledger/<ledger_id>`, or `request/<request_id>` for a create without a ledger id):
+
+| type | fires | clears (`<type>.resolved`, same subject) |
+|---|---|---|
+| `placement.ledger.not_adhering` | an adhering (or never settled) ledger stops adhering | it adheres again, is re-placed, or is forgotten |
+| `placement.ledger.readhere_possible` | a ledger placed or checked under a relaxed rule (FAIL, MEETS_SOFT), or one whose alert had no fix, can now be fixed | as above |
+
+A ledger registered non-adhering already had its decision alert (`placement.decision.*`), so the
+audit opens nothing for it at registration; it is tagged `relaxed` and re-checked when the topology
+improves. Every open alert carries a suggested minimal fix (`fix`): the unavailable members replaced
+one by one (`replace_bookie`), then `replace_to_adhere` when the rules still fail.
+
+Costs: the registry is indexed by bookie, so a change touching bookies `B` re-checks only the
+ledgers holding one of them (each O(E x WQ) plus a fix search on a transition). A change of a feature
+switch re-checks every ledger (O(ledgers)), as does nothing else. Ledgers waiting for a fix are
+re-examined after an improving change (a bookie joins or returns, a location or feature changes), at
+most `READHERE_BUDGET` of them per change, in key order from where the last pass stopped. The
+registry holds at most `engine.audit.maxLedgers` ledgers (least recently placed or checked go first)
+and forgets a ledger `engine.audit.ttlSeconds` after it was last placed or checked.
+
+Everything is deterministic: ledgers are visited in sorted key order, fixes draw from a generator
+seeded by (seed, cluster, ledger, topology version), and alert ids are `outputs.alert` ids keyed by the
+topology version and the trigger.
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from policies import Adherence, PlacementError
+
+from . import outputs
+from .outputs import Output
+
+ALERT_LEDGER_NOT_ADHERING = "placement.ledger.not_adhering"
+ALERT_LEDGER_READHERE = "placement.ledger.readhere_possible"
+RESOLVED_SUFFIX = ".resolved"
+LEDGER_ALERT_TYPES = (ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE)
+
+#: Ledgers waiting for a fix examined per improving change (the rest wait for the next change).
+READHERE_BUDGET = 512
+_MAX_RELAXED_NOTES = 5
+
+
+class MembershipView(Protocol):
+    """What the audit reads of a cluster (a `ClusterModel` is one)."""
+
+    policy: Any
+    writable: set[str]
+    readonly: set[str]
+    pending: Mapping[str, float]
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One settled evaluation of a ledger.
+
+    Attributes:
+        adhering: no problem found.
+        adherence: the policy's answer (`MEETS_STRICT`, `MEETS_SOFT`, `FAIL`; None if it refused).
+        problems: one sentence per cause, in ensemble order.
+        unavailable: members that cannot take writes (lost, read-only, not placed, disallowed region).
+        severity: `error` when a member is lost/unplaced or the rules FAIL, else `warning`.
+    """
+
+    adhering: bool
+    adherence: str | None
+    problems: tuple[str, ...] = ()
+    unavailable: tuple[str, ...] = ()
+    severity: str = outputs.INFO
+
+
+@dataclass(slots=True)
+class AuditEntry:
+    """What the audit remembers of one ledger (mutable: owned by its `LedgerAudit` only)."""
+
+    key: str
+    ledger_id: int | None
+    request_id: str
+    ensemble: tuple[str, ...]
+    write_quorum: int
+    ack_quorum: int
+    seen_ms: int
+    relaxed: tuple[str, ...] = ()
+    adhering: bool | None = None          # last settled verdict; None: never settled
+    adherence: str | None = None
+    fix_known: bool = False               # an open alert already carries a possible fix
+    open: dict[str, str] = field(default_factory=dict)  # alert type -> id of the opening alert
+
+    def to_list(self) -> list[Any]:
+        return [self.key, self.ledger_id, self.request_id, list(self.ensemble), self.write_quorum, self.ack_quorum,
+                self.seen_ms, list(self.relaxed), self.adhering, self.adherence, self.fix_known,
+                dict(sorted(self.open.items()))]
+
+    @classmethod
+    def from_list(cls, row: Sequence[Any]) -> AuditEntry:
+        (key, ledger_id, request_id, ensemble, write_quorum, ack_quorum, seen_ms, relaxed, adhering, adherence,
+         fix_known, opened) = row
+        return cls(key=key, ledger_id=ledger_id, request_id=request_id, ensemble=tuple(ensemble),
+                   write_quorum=int(write_quorum), ack_quorum=int(ack_quorum), seen_ms=int(seen_ms),
+                   relaxed=tuple(relaxed), adhering=adhering, adherence=adherence, fix_known=bool(fix_known),
+                   open=dict(opened))
+
+
+def ledger_key(ledger_id: int | None, request_id: str) -> str:
+    """The registry key and alert subject of a ledger."""
+    return f"ledger/{ledger_id}" if ledger_id is not None else f"request/{request_id}"
+
+
+def relaxed_notes(adherence: str | None, explain: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """Why a placement was made under a relaxed rule: adherence below MEETS_STRICT, fallback notes."""
+    notes = []
+    if adherence is not None and adherence != Adherence.MEETS_STRICT.name:
+        notes.append(f"adherence {adherence}")
+    for note in (explain or {}).get("fallbacks", ()) or ():
+        if len(notes) >= _MAX_RELAXED_NOTES:
+            break
+        notes.append(str(note))
+    return tuple(notes)
+
+
+class LedgerAudit:
+    """The placed/checked ledger registry of one cluster (or shard), with transition alerts.
+
+    Args:
+        cluster: the cluster name (alert source and id).
+        max_ledgers: `engine.audit.maxLedgers`; 0 turns the audit off.
+        ttl_ms: `engine.audit.ttlSeconds` in milliseconds.
+        seed: `engine.seed` (fix searches draw from generators seeded with it).
+    """
+
+    def __init__(self, cluster: str, max_ledgers: int = 100_000, ttl_ms: int = 604_800_000, seed: int = 0) -> None:
+        self.cluster = cluster
+        self.max_ledgers = max_ledgers
+        self.ttl_ms = ttl_ms
+        self.seed = seed
+        self.entries: OrderedDict[str, AuditEntry] = OrderedDict()   # least recently seen first
+        self.by_bookie: dict[str, set[str]] = {}
+        self.waiting: set[str] = set()     # not adhering (or MEETS_SOFT) and no fix reported yet
+        self.cursor = ""                   # where the last bounded pass over `waiting` stopped
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    # -- registration ------------------------------------------------------------------------------
+
+    def remember(self, view: MembershipView, *, ledger_id: int | None, request_id: str, ensemble: Sequence[str],
+                 write_quorum: int, ack_quorum: int, time_ms: int, adherence: str | None = None,
+                 explain: Mapping[str, Any] | None = None) -> list[Output]:
+        """Register (or refresh) a ledger after a decision placed or checked `ensemble`.
+
+        No alert is opened here (the decision has its own); alerts already open for the ledger are
+        resolved when the new ensemble adheres (the operator re-placed it). Cost: O(E x WQ).
+
+        Returns:
+            Resolving events, and those of ledgers forgotten to stay within the bounds.
+        """
+        produced = self.expire(time_ms, view.version)
+        if self.max_ledgers <= 0 or not ensemble:
+            return produced
+        key = ledger_key(ledger_id, request_id)
+        entry = self.entries.get(key)
+        members = tuple(ensemble)
+        if entry is None:
+            entry = AuditEntry(key=key, ledger_id=ledger_id, request_id=request_id, ensemble=members,
+                               write_quorum=write_quorum, ack_quorum=ack_quorum, seen_ms=time_ms)
+            self.entries[key] = entry
+            self._index(key, members, ())
+        else:
+            self._index(key, members, entry.ensemble)
+            entry.ensemble, entry.request_id = members, request_id
+            entry.write_quorum, entry.ack_quorum, entry.seen_ms = write_quorum, ack_quorum, time_ms
+            self.entries.move_to_end(key)
+        entry.relaxed = relaxed_notes(adherence, explain)
+        entry.fix_known = False
+        verdict = self.evaluate(view, entry, adherence)
+        if verdict is not None:
+            if verdict.adhering and entry.open:
+                produced += self._resolve(entry, time_ms, view.version, request_id,
+                                          f"re-placed by {request_id}: the ensemble adheres")
+            entry.adhering, entry.adherence = verdict.adhering, verdict.adherence
+        self._update_waiting(entry)
+        while len(self.entries) > self.max_ledgers:
+            oldest = next(iter(self.entries.values()))
+            produced += self._forget(oldest, time_ms, view.version,
+                                     f"forgotten: more than engine.audit.maxLedgers={self.max_ledgers} ledgers")
+        return produced
+
+    # -- re-checks ---------------------------------------------------------------------------------
+
+    def on_topology_change(self, view: MembershipView, touched: Iterable[str], time_ms: int, *,
+                           improving: bool = False, wide: bool = False, trigger: str = "") -> list[Output]:
+        """Re-check the ledgers a change touched; return the transition alerts.
+
+        Args:
+            view: the cluster after the change.
+            touched: bookies whose membership or location changed (their ledgers are re-checked).
+            time_ms: the change's time (the cluster clock).
+            improving: the change can make placements possible again (a join, a return, a location
+                or feature change): ledgers waiting for a fix are re-examined (bounded).
+            wide: the change concerns every ledger (a feature switch): all are re-checked.
+            trigger: a short description of the change (part of the alert data and ids).
+
+        Cost: O(touched ledgers x E x WQ) (O(ledgers) when `wide`), plus a fix search per transition.
+        """
+        produced = self.expire(time_ms, view.version)
+        if not self.entries:
+            return produced
+        if wide:
+            keys = sorted(self.entries)
+        else:
+            found: set[str] = set()
+            index = self.by_bookie
+            for bookie in touched:
+                keys_of = index.get(bookie)
+                if keys_of:
+                    found |= keys_of
+            keys = sorted(found)
+        for key in keys:
+            produced += self._recheck(self.entries[key], view, time_ms, trigger, improving)
+        if improving and self.waiting:
+            produced += self._waiting_pass(view, time_ms, trigger, set(keys))
+        return produced
+
+    def _waiting_pass(self, view: MembershipView, time_ms: int, trigger: str, done: set[str]) -> list[Output]:
+        ordered = sorted(self.waiting - done)
+        if not ordered:
+            return []
+        start = bisect.bisect_right(ordered, self.cursor)
+        batch = (ordered[start:] + ordered[:start])[:READHERE_BUDGET]
+        self.cursor = batch[-1] if len(batch) < len(ordered) else ""
+        produced: list[Output] = []
+        for key in batch:
+            produced += self._recheck(self.entries[key], view, time_ms, trigger, True)
+        return produced
+
+    def _recheck(self, entry: AuditEntry, view: MembershipView, time_ms: int, trigger: str,
+                 improving: bool) -> list[Output]:
+        verdict = self.evaluate(view, entry)
+        if verdict is None:
+            return []                                  # a member's departure is not settled yet
+        produced: list[Output] = []
+        was = entry.adhering
+        entry.adhering, entry.adherence = verdict.adhering, verdict.adherence
+        strict = verdict.adherence == Adherence.MEETS_STRICT.name
+        if verdict.adhering:
+            closing = sorted(t for t in entry.open if strict or t == ALERT_LEDGER_NOT_ADHERING)
+            if closing:
+                produced += self._resolve(entry, time_ms, view.version, trigger, "the ensemble adheres again",
+                                          closing)
+            if strict:
+                entry.fix_known = False
+        elif was is not False and ALERT_LEDGER_NOT_ADHERING not in entry.open:
+            fix = self.suggest_fix(view, entry, verdict)
+            entry.fix_known = bool(fix.get("possible"))
+            produced.append(self._open(entry, ALERT_LEDGER_NOT_ADHERING, verdict, fix, time_ms, view.version,
+                                       trigger))
+            self._update_waiting(entry)
+            return produced
+        if (improving and not entry.fix_known and ALERT_LEDGER_READHERE not in entry.open
+                and (not verdict.adhering or not strict)):
+            fix = self.suggest_fix(view, entry, verdict)
+            if fix.get("possible") and (not verdict.adhering or fix.get("adherence") == Adherence.MEETS_STRICT.name):
+                entry.fix_known = True
+                produced.append(self._open(entry, ALERT_LEDGER_READHERE, verdict, fix, time_ms, view.version,
+                                           trigger))
+        self._update_waiting(entry)
+        return produced
+
+    # -- evaluation --------------------------------------------------------------------------------
+
+    def evaluate(self, view: MembershipView, entry: AuditEntry, adherence: str | None = None) -> Verdict | None:
+        """The ledger's state now (see the module docstring); None while a member's leave is pending.
+
+        Args:
+            adherence: the policy's answer when the caller already has it (a decision just made);
+                computed otherwise.
+
+        Cost: O(E x WQ).
+        """
+        members = entry.ensemble
+        pending = view.pending
+        if pending and any(m in pending for m in members):
+            return None
+        policy = view.policy
+        writable, readonly = view.writable, view.readonly
+        known = getattr(policy, "known", None)
+        problems: list[str] = []
+        unavailable: list[str] = []
+        severe = False
+        disallowed = _disallowed_regions(policy)
+        for member in dict.fromkeys(members):
+            if member in writable:
+                if known is not None and member not in known:
+                    problems.append(f"{member} is writable but not placed: its location is unusable (join failed)")
+                    unavailable.append(member)
+                    severe = True
+                elif disallowed:
+                    region = policy.region_of_bookie(member)
+                    if region in disallowed:
+                        problems.append(f"{member} is in region {region}, where placement is disallowed by the "
+                                        f"feature {region}.{policy.settings.disallow_region_feature}")
+                        unavailable.append(member)
+            elif member in readonly:
+                problems.append(f"{member} is read-only")
+                unavailable.append(member)
+            else:
+                problems.append(f"{member} is not registered (lost)")
+                unavailable.append(member)
+                severe = True
+        if adherence is None:
+            try:
+                adherence = Adherence(policy.is_ensemble_adhering(list(members), entry.write_quorum,
+                                                                   entry.ack_quorum)).name
+            except ValueError as exc:
+                problems.append(f"the policy refuses to judge the ensemble: {exc}")
+                severe = True
+        if adherence == Adherence.FAIL.name:
+            problems.append(_describe_fail(policy, entry))
+            severe = True
+        return Verdict(adhering=not problems, adherence=adherence, problems=tuple(problems),
+                       unavailable=tuple(unavailable),
+                       severity=outputs.ERROR if severe else outputs.WARNING if problems else outputs.INFO)
+
+    def suggest_fix(self, view: MembershipView, entry: AuditEntry, verdict: Verdict) -> dict[str, Any]:
+        """A minimal fix: replace the unavailable members one by one, then `replace_to_adhere` if the
+        rules still fail. Never changes the registry or the policy's state.
+
+        Returns:
+            `{"possible": True, "ensemble", "replace": [{"position", "bookie", "with"}], "adherence"}`,
+            or `{"possible": False, "reason"}`.
+        """
+        policy = view.policy
+        rng = _fix_rng(self.seed, self.cluster, entry.key, view.version)
+        current = list(entry.ensemble)
+        size, write_quorum, ack_quorum = len(current), entry.write_quorum, entry.ack_quorum
+        avoid = tuple(sorted(set(verdict.unavailable)))
+        try:
+            for position, member in enumerate(entry.ensemble):
+                if member in verdict.unavailable:
+                    placed = policy.replace_bookie(size, write_quorum, ack_quorum, None, current, member, avoid,
+                                                   rng=rng)
+                    current = list(placed.ensemble)
+            adherence = Adherence(policy.is_ensemble_adhering(current, write_quorum, ack_quorum))
+            if adherence == Adherence.FAIL or (adherence == Adherence.MEETS_SOFT and not verdict.unavailable):
+                placed = policy.replace_to_adhere(size, write_quorum, ack_quorum, avoid, current, rng=rng)
+                if not placed.ensemble or placed.adherence == Adherence.FAIL:
+                    notes = "; ".join(str(n) for n in placed.explain.get("fallbacks", ())) or "no relocation adheres"
+                    return {"possible": False, "reason": f"no adhering ensemble exists now: {notes}"}
+                current, adherence = list(placed.ensemble), Adherence(placed.adherence)
+        except (PlacementError, ValueError) as exc:
+            return {"possible": False, "reason": str(exc)}
+        changes = [{"position": i, "bookie": old, "with": new}
+                   for i, (old, new) in enumerate(zip(entry.ensemble, current)) if old != new]
+        if not changes:
+            return {"possible": False, "reason": "no change of bookies improves the ensemble"}
+        return {"possible": True, "ensemble": current, "replace": changes, "adherence": adherence.name}
+
+    # -- alerts ------------------------------------------------------------------------------------
+
+    def _open(self, entry: AuditEntry, alert_type: str, verdict: Verdict, fix: Mapping[str, Any], time_ms: int,
+              version: int, trigger: str) -> Output:
+        if alert_type == ALERT_LEDGER_READHERE:
+            severity = outputs.INFO
+            action = ("move the ledger to the suggested ensemble (bookie_replace of each listed position, or "
+                      "BookKeeper's auditor/autorecovery); it no longer needs the relaxed rule")
+        else:
+            severity = verdict.severity
+            action = _action(fix)
+        alert = outputs.alert(
+            alert_type=alert_type, cluster=self.cluster, subject=entry.key, time_ms=time_ms,
+            key=f"v{version}:{trigger}", severity=severity,
+            data={"ledger_id": entry.ledger_id, "request_id": entry.request_id, "ensemble": list(entry.ensemble),
+                  "write_quorum": entry.write_quorum, "ack_quorum": entry.ack_quorum,
+                  "adherence": verdict.adherence, "problems": list(verdict.problems),
+                  "unavailable": list(verdict.unavailable), "relaxed": list(entry.relaxed), "fix": dict(fix),
+                  "action": action, "trigger": trigger, "topology_version": version, "state": "firing"})
+        entry.open[alert_type] = alert.id
+        return alert
+
+    def _resolve(self, entry: AuditEntry, time_ms: int, version: int, trigger: str, reason: str,
+                 types: Iterable[str] | None = None) -> list[Output]:
+        produced = []
+        for alert_type in sorted(entry.open if types is None else types):
+            opened = entry.open.pop(alert_type)
+            produced.append(outputs.alert(
+                alert_type=alert_type + RESOLVED_SUFFIX, cluster=self.cluster, subject=entry.key, time_ms=time_ms,
+                key=f"v{version}:{trigger}", severity=outputs.INFO,
+                data={"ledger_id": entry.ledger_id, "ensemble": list(entry.ensemble), "adherence": entry.adherence,
+                      "reason": reason, "resolves": opened, "trigger": trigger, "topology_version": version,
+                      "state": "resolved"}))
+        return produced
+
+    # -- bounds ------------------------------------------------------------------------------------
+
+    def expire(self, time_ms: int, version: int = 0) -> list[Output]:
+        """Forget ledgers last placed or checked `ttl_ms` or longer ago. Cost: O(1) per forgotten ledger."""
+        produced: list[Output] = []
+        horizon = time_ms - self.ttl_ms
+        entries = self.entries
+        while entries:
+            oldest = next(iter(entries.values()))
+            if oldest.seen_ms > horizon:
+                break
+            produced += self._forget(oldest, time_ms, version, "forgotten: not placed or checked for "
+                                                               f"engine.audit.ttlSeconds={self.ttl_ms // 1000}")
+        return produced
+
+    def _forget(self, entry: AuditEntry, time_ms: int, version: int, reason: str) -> list[Output]:
+        produced = self._resolve(entry, time_ms, version, "forget", reason) if entry.open else []
+        del self.entries[entry.key]
+        self._index(entry.key, (), entry.ensemble)
+        self.waiting.discard(entry.key)
+        return produced
+
+    def _index(self, key: str, new: Iterable[str], old: Iterable[str]) -> None:
+        new_set, old_set = set(new), set(old)
+        index = self.by_bookie
+        for bookie in old_set - new_set:
+            keys = index.get(bookie)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del index[bookie]
+        for bookie in new_set - old_set:
+            index.setdefault(bookie, set()).add(key)
+
+    def _update_waiting(self, entry: AuditEntry) -> None:
+        waits = (entry.adhering is False or entry.adherence == Adherence.MEETS_SOFT.name) and not entry.fix_known \
+            and ALERT_LEDGER_READHERE not in entry.open
+        if waits:
+            self.waiting.add(entry.key)
+        else:
+            self.waiting.discard(entry.key)
+
+    # -- snapshots and checks ------------------------------------------------------------------------
+
+    def export_state(self) -> dict[str, Any]:
+        """JSON-able registry, least recently seen first (the order eviction follows)."""
+        return {"entries": [entry.to_list() for entry in self.entries.values()], "cursor": self.cursor}
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        """Restore `export_state()` output into this (empty) registry; the index is rebuilt."""
+        self.entries.clear()
+        self.by_bookie.clear()
+        self.waiting.clear()
+        for row in state.get("entries", ()):
+            entry = AuditEntry.from_list(row)
+            self.entries[entry.key] = entry
+            self._index(entry.key, entry.ensemble, ())
+            self._update_waiting(entry)
+        self.cursor = str(state.get("cursor", ""))
+
+    def open_alerts(self) -> dict[str, dict[str, str]]:
+        """subject -> {alert type: opening id}, for every ledger with an open alert."""
+        return {key: dict(entry.open) for key, entry in self.entries.items() if entry.open}
+
+    def check_invariants(self) -> None:
+        """Assert the index, the order and the bounds agree with the entries (tests only)."""
+        expected: dict[str, set[str]] = {}
+        last = None
+        for key, entry in self.entries.items():
+            assert entry.key == key
+            for bookie in entry.ensemble:
+                expected.setdefault(bookie, set()).add(key)
+            assert last is None or entry.seen_ms >= last, "audit entries out of recency order"
+            last = entry.seen_ms
+            assert set(entry.open) <= set(LEDGER_ALERT_TYPES)
+        assert expected == self.by_bookie, "audit bookie index differs from the entries"
+        assert self.waiting <= self.entries.keys()
+        assert len(self.entries) <= max(self.max_ledgers, 0)
+
+
+def _fix_rng(seed: int, cluster: str, key: str, version: int) -> random.Random:
+    return random.Random(int(outputs.stable_id("audit-fix", str(seed), cluster, key, str(version)), 16))
+
+
+def _disallowed_regions(policy: Any) -> frozenset[str]:
+    regions = getattr(policy, "disallowed_regions", None)
+    if regions is None or not hasattr(policy, "region_of_bookie"):
+        return frozenset()
+    return frozenset(regions())
+
+
+def _describe_fail(policy: Any, entry: AuditEntry) -> str:
+    """Name the write set with the fewest distinct locations (placed members only)."""
+    known = getattr(policy, "known", None)
+    members = entry.ensemble
+    size, quorum = len(members), entry.write_quorum
+    settings = getattr(policy, "settings", None)
+    needed = getattr(settings, "min_racks_per_write_quorum", None)
+    if not isinstance(known, Mapping) or size == 0:
+        return "the policy's rules are not met (adherence FAIL)"
+    worst: tuple[int, int] | None = None
+    for start in range(size):
+        window = {known[b] for b in (members[(start + j) % size] for j in range(quorum)) if b in known}
+        if worst is None or len(window) < worst[0]:
+            worst = (len(window), start)
+    count, start = worst if worst is not None else (0, 0)
+    bookies = [members[(start + j) % size] for j in range(quorum)]
+    locations = sorted({known[b] for b in bookies if b in known})
+    rule = f"; needs {min(quorum, needed)}" if isinstance(needed, int) else ""
+    return (f"adherence FAIL: write set {start} ({', '.join(bookies)}) spans {count} location(s)"
+            f" ({', '.join(locations) or 'none placed'}){rule}")
+
+
+def _action(fix: Mapping[str, Any]) -> str:
+    if fix.get("possible"):
+        moves = ", ".join(f"{c['bookie']} -> {c['with']}" for c in fix.get("replace", ()))
+        return (f"re-replicate to the suggested ensemble ({moves}) with bookie_replace requests or BookKeeper's "
+                "autorecovery; or restore the unavailable bookies")
+    return (f"no fix is possible now ({fix.get('reason', 'unknown')}); restore the unavailable bookies or add "
+            "writable bookies in other racks/regions")
+
+
+__all__ = [
+    "ALERT_LEDGER_NOT_ADHERING",
+    "ALERT_LEDGER_READHERE",
+    "LEDGER_ALERT_TYPES",
+    "READHERE_BUDGET",
+    "RESOLVED_SUFFIX",
+    "AuditEntry",
+    "LedgerAudit",
+    "MembershipView",
+    "Verdict",
+    "ledger_key",
+    "relaxed_notes",
+]
