@@ -1,0 +1,213 @@
+"""Topology health: bookie-level conditions an operator should fix, each raised once when it starts
+and resolved (`<type>.resolved`, same subject) when it ends (CONTRACT §2 "Alerts").
+
+Spec: bookkeeper-rackaware.md §1.4 (join failures), §2.4 (stabilization), §4.3 (default-rack bookies
+under `enforceMinNumRacksPerWriteQuorum`); upstream apache/bookkeeper#2957 (no default-rack alarm
+when enforcement is off and every bookie shares the default rack).
+
+| type | opened by | fires | clears |
+|---|---|---|---|
+| `placement.bookie.default_rack` | this module | a writable bookie is placed in the policy's default location and either enforcement is on (it is never used) or other bookies have racks (it was probably forgotten) | it moves, leaves, or the condition ends |
+| `placement.bookie.departure_pending` | this module | a writable bookie left (lost or read-only) and waits out `networkTopologyStabilizePeriodSeconds` | it returns (`outcome: returned`) or its delay ends (`outcome: expired`, severity warning) |
+| `placement.bookie.join_failed` | `ClusterModel` | a bookie's location is invalid or of another depth | it joins, or leaves |
+| `placement.bookie.flapping` | `ClusterModel` | `engine.flapThreshold` departures inside `engine.flapWindowSeconds` | the window passes without reaching the threshold |
+
+`TopologyHealth.observe(model, touched, time_ms)` runs after every record. Cost: O(touched bookies)
+plus O(size) diffs of the (small) pending, flapping and join-failure sets, and those only when the
+topology version moved; when the cluster first gets (or loses its last) bookie outside the default
+rack, the default-rack bookies are re-evaluated (O(default-rack bookies)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from events.times import format_time
+
+from . import outputs
+from .outputs import Output
+
+ALERT_DEFAULT_RACK = "placement.bookie.default_rack"
+ALERT_DEPARTURE_PENDING = "placement.bookie.departure_pending"
+RESOLVED_SUFFIX = ".resolved"
+HEALTH_ALERT_TYPES = (ALERT_DEFAULT_RACK, ALERT_DEPARTURE_PENDING, outputs.ALERT_JOIN_FAILED,
+                      outputs.ALERT_FLAPPING)
+
+
+class TopologyHealth:
+    """Open bookie-level health alerts of one cluster and the state they were derived from.
+
+    Args:
+        cluster: the cluster name.
+    """
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.default_rack: dict[str, str] = {}   # bookie -> severity of its open default-rack alert
+        self.pending: dict[str, float] = {}      # bookie -> time (s) it left, as the model had it
+        self.flapping: set[str] = set()
+        self.join_failed: set[str] = set()
+        self.mixed = False                       # some placed bookie is outside the default rack
+        self.version = -1
+
+    # -- the check -------------------------------------------------------------------------------
+
+    def observe(self, model: Any, touched: Iterable[str], time_ms: int) -> list[Output]:
+        """Compare the model with what was last seen; open and resolve alerts. See the module docstring.
+
+        Args:
+            model: the `ClusterModel` after a record was applied.
+            touched: bookies whose membership or location the record changed.
+            time_ms: the cluster clock.
+        """
+        produced: list[Output] = []
+        version = model.version
+        key = f"v{version}"
+        if model.flapping != self.flapping:
+            for bookie in sorted(self.flapping - model.flapping):
+                produced.append(self._resolved(outputs.ALERT_FLAPPING, bookie, time_ms, key, outputs.INFO,
+                                               {"bookie": bookie, "reason": "no longer flapping: fewer departures "
+                                                "than engine.flapThreshold inside engine.flapWindowSeconds"}))
+            self.flapping = set(model.flapping)
+        failures = model.join_failures
+        if failures.keys() != self.join_failed:
+            known = getattr(model.policy, "known", ())
+            for bookie in sorted(self.join_failed - failures.keys()):
+                joined = bookie in known
+                produced.append(self._resolved(
+                    outputs.ALERT_JOIN_FAILED, bookie, time_ms, key, outputs.INFO,
+                    {"bookie": bookie, "location": model.location_of(bookie),
+                     "reason": "joined the topology" if joined else "no longer writable"}))
+            self.join_failed = set(failures)
+        if version == self.version:
+            return produced
+        self.version = version
+        if model.pending.keys() != self.pending.keys():
+            produced += self._pending_changes(model, time_ms, key)
+        produced += self._default_rack_changes(model, touched, time_ms, key)
+        return produced
+
+    def _pending_changes(self, model: Any, time_ms: int, key: str) -> list[Output]:
+        produced = []
+        period = model.stabilize_period_s
+        for bookie in sorted(self.pending.keys() - model.pending.keys()):
+            left_s = self.pending.pop(bookie)
+            returned = bookie in model.writable
+            data = {"bookie": bookie, "location": model.location_of(bookie), "left_at": _iso_s(left_s),
+                    "outcome": "returned" if returned else "expired"}
+            if returned:
+                data["action"] = "none: the bookie came back inside the stabilization period"
+            else:
+                data["readonly"] = bookie in model.readonly
+                data["action"] = ("the departure is final: its ledgers are re-checked "
+                                  "(placement.ledger.not_adhering); restore the bookie or let autorecovery "
+                                  "re-replicate")
+            produced.append(self._resolved(ALERT_DEPARTURE_PENDING, bookie, time_ms, key,
+                                           outputs.INFO if returned else outputs.WARNING, data))
+        for bookie in sorted(model.pending.keys() - self.pending.keys()):
+            left_s = model.pending[bookie]
+            self.pending[bookie] = left_s
+            produced.append(outputs.alert(
+                alert_type=ALERT_DEPARTURE_PENDING, cluster=self.cluster, subject=bookie, time_ms=time_ms,
+                key=key, severity=outputs.INFO,
+                data={"bookie": bookie, "location": model.location_of(bookie), "readonly": bookie in model.readonly,
+                      "left_at": _iso_s(left_s), "expires_at": _iso_s(left_s + period),
+                      "stabilize_period_seconds": period, "flap_count": model.flap_count(bookie),
+                      "state": "firing",
+                      "action": "none yet: placement avoids the bookie but may still use it as a last resort; "
+                                "if it does not return, check the bookie before the delay ends"}))
+        return produced
+
+    def _default_rack_changes(self, model: Any, touched: Iterable[str], time_ms: int, key: str) -> list[Output]:
+        policy = model.policy
+        known = getattr(policy, "known", None)
+        topology = getattr(policy, "topology", None)
+        if not isinstance(known, Mapping) or topology is None:
+            return []                  # the default policy has no locations
+        default = policy.default_location
+        enforced = bool(model.placement.enforce_min_racks)
+        in_default = len(topology.bookies_in(default))
+        mixed = topology.num_racks > (1 if in_default else 0)
+        candidates = set(touched)
+        if mixed != self.mixed:
+            self.mixed = mixed
+            candidates |= set(self.default_rack)
+            candidates |= {b for b in topology.bookies_in(default) if b in known} if in_default else set()
+        produced: list[Output] = []
+        for bookie in sorted(candidates):
+            located = known.get(bookie) == default
+            severity = outputs.WARNING if enforced else outputs.INFO if mixed else None
+            wanted = severity if located else None
+            current = self.default_rack.get(bookie)
+            if wanted == current:
+                continue
+            if current is not None:
+                del self.default_rack[bookie]
+                produced.append(self._resolved(
+                    ALERT_DEFAULT_RACK, bookie, time_ms, key, outputs.INFO,
+                    {"bookie": bookie, "location": model.location_of(bookie),
+                     "reason": "placed outside the default rack" if bookie in known and not located else
+                     "no longer writable" if bookie not in known else "every bookie shares the default rack"}))
+            if wanted is not None:
+                self.default_rack[bookie] = wanted
+                produced.append(self._default_rack_alert(model, bookie, default, enforced, time_ms, key, wanted))
+        return produced
+
+    def _default_rack_alert(self, model: Any, bookie: str, default: str, enforced: bool, time_ms: int, key: str,
+                            severity: str) -> Output:
+        unmapped = bookie not in model.mapping
+        reason = ("no location is configured for it (unmapped): it resolves to the default location"
+                  if unmapped else "its configured location is the default location")
+        if enforced:
+            effect = ("enforceMinNumRacksPerWriteQuorum is on, so the policy never places data on it")
+        else:
+            effect = (f"other bookies have racks, so {default} is treated as one more rack holding every "
+                      "unmapped bookie")
+        return outputs.alert(
+            alert_type=ALERT_DEFAULT_RACK, cluster=self.cluster, subject=bookie, time_ms=time_ms, key=key,
+            severity=severity,
+            data={"bookie": bookie, "location": default, "unmapped": unmapped, "enforced": enforced,
+                  "reason": f"{reason}; {effect}", "state": "firing",
+                  "action": "set its rack (bookie_location / pulsar-admin bookies set-bookie-rack, or the "
+                            "resolver mapping)"})
+
+    def _resolved(self, alert_type: str, subject: str, time_ms: int, key: str, severity: str,
+                  data: dict[str, Any]) -> Output:
+        body = dict(data)
+        body["state"] = "resolved"
+        return outputs.alert(alert_type=alert_type + RESOLVED_SUFFIX, cluster=self.cluster, subject=subject,
+                             time_ms=time_ms, key=key, severity=severity, data=body)
+
+    # -- snapshots -------------------------------------------------------------------------------
+
+    def export_state(self) -> dict[str, Any]:
+        return {"default_rack": dict(sorted(self.default_rack.items())), "pending": dict(sorted(self.pending.items())),
+                "flapping": sorted(self.flapping), "join_failed": sorted(self.join_failed), "mixed": self.mixed,
+                "version": self.version}
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        self.default_rack = dict(state.get("default_rack", {}))
+        self.pending = {b: float(t) for b, t in state.get("pending", {}).items()}
+        self.flapping = set(state.get("flapping", ()))
+        self.join_failed = set(state.get("join_failed", ()))
+        self.mixed = bool(state.get("mixed", False))
+        self.version = int(state.get("version", -1))
+
+    @classmethod
+    def adopt(cls, cluster: str, model: Any) -> TopologyHealth:
+        """Health state for a model restored from a snapshot without one (v1): the model's current
+        flapping, join failures and pending leaves count as already reported, so nothing is re-raised."""
+        health = cls(cluster)
+        health.flapping = set(model.flapping)
+        health.join_failed = set(model.join_failures)
+        health.pending = dict(model.pending)
+        health.version = model.version
+        return health
+
+
+def _iso_s(seconds: float) -> str:
+    return format_time(int(round(seconds * 1000)))
+
+
+__all__ = ["ALERT_DEFAULT_RACK", "ALERT_DEPARTURE_PENDING", "HEALTH_ALERT_TYPES", "RESOLVED_SUFFIX", "TopologyHealth"]
