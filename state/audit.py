@@ -111,20 +111,6 @@ class AuditEntry:
     fix_known: bool = False               # an open alert already carries a possible fix
     open: dict[str, str] = field(default_factory=dict)  # alert type -> id of the opening alert
 
-    def to_list(self) -> list[Any]:
-        return [self.key, self.ledger_id, self.request_id, list(self.ensemble), self.write_quorum, self.ack_quorum,
-                self.seen_ms, list(self.relaxed), self.adhering, self.adherence, self.fix_known,
-                dict(sorted(self.open.items()))]
-
-    @classmethod
-    def from_list(cls, row: Sequence[Any]) -> AuditEntry:
-        (key, ledger_id, request_id, ensemble, write_quorum, ack_quorum, seen_ms, relaxed, adhering, adherence,
-         fix_known, opened) = row
-        return cls(key=key, ledger_id=ledger_id, request_id=request_id, ensemble=tuple(ensemble),
-                   write_quorum=int(write_quorum), ack_quorum=int(ack_quorum), seen_ms=int(seen_ms),
-                   relaxed=tuple(relaxed), adhering=adhering, adherence=adherence, fix_known=bool(fix_known),
-                   open=dict(opened))
-
 
 def ledger_key(ledger_id: int | None, request_id: str) -> str:
     """The registry key and alert subject of a ledger."""
@@ -162,6 +148,7 @@ class LedgerAudit:
         self.by_bookie: dict[str, set[str]] = {}
         self.waiting: set[str] = set()     # not adhering (or MEETS_SOFT) and no fix reported yet
         self.cursor = ""                   # where the last bounded pass over `waiting` stopped
+        self.indexed = True                # `by_bookie` is built (it is rebuilt lazily after an import)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -230,6 +217,7 @@ class LedgerAudit:
         produced = self.expire(time_ms, view.version)
         if not self.entries:
             return produced
+        self.build_index()
         if wide:
             keys = sorted(self.entries)
         else:
@@ -437,7 +425,23 @@ class LedgerAudit:
         self.waiting.discard(entry.key)
         return produced
 
+    def build_index(self) -> None:
+        """Build `by_bookie` if an import left it unbuilt. Cost: O(ledgers x E), once per import."""
+        if self.indexed:
+            return
+        index = self.by_bookie
+        for key, entry in self.entries.items():
+            for bookie in entry.ensemble:
+                keys_of = index.get(bookie)
+                if keys_of is None:
+                    index[bookie] = {key}
+                else:
+                    keys_of.add(key)
+        self.indexed = True
+
     def _index(self, key: str, new: Iterable[str], old: Iterable[str]) -> None:
+        if not self.indexed:
+            return
         new_set, old_set = set(new), set(old)
         index = self.by_bookie
         for bookie in old_set - new_set:
@@ -460,19 +464,61 @@ class LedgerAudit:
     # -- snapshots and checks ------------------------------------------------------------------------
 
     def export_state(self) -> dict[str, Any]:
-        """JSON-able registry, least recently seen first (the order eviction follows)."""
-        return {"entries": [entry.to_list() for entry in self.entries.values()], "cursor": self.cursor}
+        """JSON-able registry in columns, least recently seen first (the order eviction follows).
+
+        Columns keep a 100,000-ledger registry cheap to encode: ensembles are indices into one list
+        of bookie ids, and only ledgers that are not plainly adhering carry an `extra` row.
+        """
+        bookie_index: dict[str, int] = {}
+        keys, ledger_ids, request_ids, sizes, members, quorums, seen = [], [], [], [], [], [], []
+        extra: dict[str, list[Any]] = {}
+        strict = Adherence.MEETS_STRICT.name
+        for row, entry in enumerate(self.entries.values()):
+            keys.append(entry.key)
+            ledger_ids.append(entry.ledger_id)
+            request_ids.append(entry.request_id)
+            sizes.append(len(entry.ensemble))
+            for bookie in entry.ensemble:
+                number = bookie_index.get(bookie)
+                if number is None:
+                    number = bookie_index[bookie] = len(bookie_index)
+                members.append(number)
+            quorums.append(entry.write_quorum * 1024 + entry.ack_quorum)
+            seen.append(entry.seen_ms)
+            if entry.relaxed or entry.adhering is not True or entry.adherence != strict or entry.fix_known \
+                    or entry.open:
+                extra[str(row)] = [list(entry.relaxed), entry.adhering, entry.adherence, entry.fix_known,
+                                   dict(sorted(entry.open.items()))]
+        return {"bookies": list(bookie_index), "keys": keys, "ledger_ids": ledger_ids, "request_ids": request_ids,
+                "sizes": sizes, "members": members, "quorums": quorums, "seen_ms": seen, "extra": extra,
+                "cursor": self.cursor}
 
     def import_state(self, state: Mapping[str, Any]) -> None:
-        """Restore `export_state()` output into this (empty) registry; the index is rebuilt."""
+        """Restore `export_state()` output into this registry (replacing it); the index is rebuilt."""
         self.entries.clear()
         self.by_bookie.clear()
         self.waiting.clear()
-        for row in state.get("entries", ()):
-            entry = AuditEntry.from_list(row)
-            self.entries[entry.key] = entry
-            self._index(entry.key, entry.ensemble, ())
-            self._update_waiting(entry)
+        bookies = state.get("bookies", [])
+        members = state.get("members", [])
+        extra = state.get("extra", {})
+        entries = self.entries
+        strict = Adherence.MEETS_STRICT.name
+        offset = 0
+        for row, (key, ledger_id, request_id, size, quorums, seen_ms) in enumerate(zip(
+                state.get("keys", ()), state.get("ledger_ids", ()), state.get("request_ids", ()),
+                state.get("sizes", ()), state.get("quorums", ()), state.get("seen_ms", ()))):
+            ensemble = tuple(map(bookies.__getitem__, members[offset:offset + size]))
+            offset += size
+            entry = AuditEntry(key=key, ledger_id=ledger_id, request_id=request_id, ensemble=ensemble,
+                               write_quorum=quorums // 1024, ack_quorum=quorums % 1024, seen_ms=seen_ms,
+                               adhering=True, adherence=strict)
+            more = extra.get(str(row))
+            if more is not None:
+                relaxed, entry.adhering, entry.adherence, entry.fix_known, opened = more
+                entry.relaxed, entry.open = tuple(relaxed), dict(opened)
+                self._update_waiting(entry)
+            entries[key] = entry
+        self.indexed = not entries     # the bookie index is built at the first re-check
         self.cursor = str(state.get("cursor", ""))
 
     def open_alerts(self) -> dict[str, dict[str, str]]:
@@ -481,6 +527,7 @@ class LedgerAudit:
 
     def check_invariants(self) -> None:
         """Assert the index, the order and the bounds agree with the entries (tests only)."""
+        self.build_index()
         expected: dict[str, set[str]] = {}
         last = None
         for key, entry in self.entries.items():
