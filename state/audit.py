@@ -542,6 +542,34 @@ class LedgerAudit:
         assert len(self.entries) <= max(self.max_ledgers, 0)
 
 
+def decision_hint(error: Mapping[str, str] | None, adherence: str | None,
+                  explain: Mapping[str, Any] | None) -> dict[str, str]:
+    """`reason` and `action` for a decision alert (`placement.decision.failed` / `.not_adhering`)."""
+    fallbacks = [str(note) for note in (explain or {}).get("fallbacks", ()) or ()]
+    if error is not None:
+        code = error.get("code")
+        if code == "NOT_ENOUGH_BOOKIES":
+            action = ("add writable bookies where the constraint asks (racks, regions, isolation groups), bring "
+                      "back lost or read-only ones, or relax the setting it names; then retry the request")
+        elif code == "INVALID_REQUEST":
+            action = "fix the request as the message says and send it again; the engine state is unchanged"
+        elif code == "ISOLATION_GROUP_ERROR":
+            action = ("check bookkeeperClientIsolationGroups and the groups named in the ledger's metadata: "
+                      "the groups need members (bookie_location with a group)")
+        else:
+            action = "read the message; the request was not placed"
+        return {"reason": str(error.get("message", "")), "action": action}
+    reason = "; ".join(fallbacks) if fallbacks else f"adherence {adherence}"
+    if adherence == Adherence.FAIL.name:
+        action = ("the ledger was placed against the placement rule: add bookies in more racks/regions (or bring "
+                  "back the missing ones); the audit raises placement.ledger.readhere_possible with a fix when one "
+                  "exists. Turn on enforceMinNumRacksPerWriteQuorum to refuse such placements instead")
+    else:
+        action = ("the ledger meets only the soft rule (too few regions/zones for the desired spread); add "
+                  "bookies in more regions/zones; the audit reports when a strict placement becomes possible")
+    return {"reason": reason, "action": action}
+
+
 def _fix_rng(seed: int, cluster: str, key: str, version: int) -> random.Random:
     return random.Random(int(outputs.stable_id("audit-fix", str(seed), cluster, key, str(version)), 16))
 
@@ -594,6 +622,7 @@ __all__ = [
     "LedgerAudit",
     "MembershipView",
     "Verdict",
+    "decision_hint",
     "ledger_key",
     "relaxed_notes",
 ]

@@ -23,7 +23,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from events.model import BookieLocation, BookieLost, BookieReadonly, BookieWritable, ClusterView, FeatureSet
 from events.times import format_time
+from policies.resolver import host_of
 
 from . import outputs
 from .outputs import Output
@@ -50,6 +52,7 @@ class TopologyHealth:
         self.join_failed: set[str] = set()
         self.mixed = False                       # some placed bookie is outside the default rack
         self.version = -1
+        self.settled: list[str] = []             # pending leaves that ended at the last observation
 
     # -- the check -------------------------------------------------------------------------------
 
@@ -62,6 +65,7 @@ class TopologyHealth:
             time_ms: the cluster clock.
         """
         produced: list[Output] = []
+        self.settled = []
         version = model.version
         key = f"v{version}"
         if model.flapping != self.flapping:
@@ -93,6 +97,7 @@ class TopologyHealth:
         period = model.stabilize_period_s
         for bookie in sorted(self.pending.keys() - model.pending.keys()):
             left_s = self.pending.pop(bookie)
+            self.settled.append(bookie)
             returned = bookie in model.writable
             data = {"bookie": bookie, "location": model.location_of(bookie), "left_at": _iso_s(left_s),
                     "outcome": "returned" if returned else "expired"}
@@ -206,8 +211,77 @@ class TopologyHealth:
         return health
 
 
+def changed_bookies(record: Any, before: tuple[set[str], set[str]], model: Any) -> tuple[set[str], bool, bool]:
+    """What a cluster event changed, for the re-checks: (touched bookies, improving, wide).
+
+    Args:
+        record: the event just applied.
+        before: the model's (writable, readonly) set objects from before the event (a
+            `cluster_view` replaces them, so holding the old objects costs nothing).
+        model: the model after the event.
+
+    `improving` is True when the event can make placements possible again (a bookie becomes
+    writable, a location or a feature changes); `wide` when it concerns every ledger (a feature).
+    Cost: O(1), O(changed bookies) for a view, O(writable) for a location keyed by host.
+    """
+    if isinstance(record, FeatureSet):
+        return set(), True, True
+    if isinstance(record, ClusterView):
+        old_writable, old_readonly = before
+        if old_writable is model.writable and old_readonly is model.readonly:
+            return set(), False, False
+        touched = (old_writable ^ model.writable) | (old_readonly ^ model.readonly)
+        return touched, bool(model.writable - old_writable), False
+    if isinstance(record, BookieLocation):
+        bookie = record.bookie
+        touched = {bookie}
+        if ":" not in bookie:
+            touched |= {w for w in model.writable if host_of(w) == bookie}
+        return touched, True, False
+    if isinstance(record, BookieWritable):
+        return {record.bookie}, True, False
+    if isinstance(record, (BookieReadonly, BookieLost)):
+        return {record.bookie}, False, False
+    return set(), False, False
+
+
+def after_record(model: Any, record: Any, before: tuple[set[str], set[str]] | None, *,
+                 emit_health: bool = True) -> list[Output]:
+    """Health checks, then ledger re-checks, after one record (an event or a request) was applied.
+
+    The step calls this after `ClusterModel.apply(event)` (with `before`) and after the clock moved
+    for a request (`before=None`: only expiries can have changed anything).
+
+    Args:
+        emit_health: False on shards other than 0: the health state is still kept up to date (every
+            shard sees every event) but its alerts are emitted once, by shard 0. Ledger alerts are
+            always emitted: each shard audits the ledgers it placed.
+    """
+    if before is None:
+        touched, improving, wide = set(), False, False
+    else:
+        touched, improving, wide = changed_bookies(record, before, model)
+    time_ms = model.clock_ms
+    health = model.health.observe(model, touched, time_ms)
+    settled = model.health.settled
+    if settled:
+        touched = touched | set(settled)
+    if before is None:
+        trigger = "stabilization expired"
+    else:
+        subject = getattr(record, "bookie", None) or getattr(record, "name", None)
+        trigger = f"{record.type} {subject}" if subject else record.type
+    if not touched and not wide and not improving:
+        ledger = model.audit.expire(time_ms, model.version) if model.audit.entries else []
+    else:
+        ledger = model.audit.on_topology_change(model, touched, time_ms, improving=improving, wide=wide,
+                                                trigger=trigger)
+    return (health if emit_health else []) + ledger
+
+
 def _iso_s(seconds: float) -> str:
     return format_time(int(round(seconds * 1000)))
 
 
-__all__ = ["ALERT_DEFAULT_RACK", "ALERT_DEPARTURE_PENDING", "HEALTH_ALERT_TYPES", "RESOLVED_SUFFIX", "TopologyHealth"]
+__all__ = ["ALERT_DEFAULT_RACK", "ALERT_DEPARTURE_PENDING", "HEALTH_ALERT_TYPES", "RESOLVED_SUFFIX", "TopologyHealth",
+           "after_record", "changed_bookies"]
