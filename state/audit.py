@@ -186,10 +186,10 @@ class LedgerAudit:
         entry.fix_known = False
         verdict = self.evaluate(view, entry, adherence)
         if verdict is not None:
+            entry.adhering, entry.adherence = verdict.adhering, verdict.adherence
             if verdict.adhering and entry.open:
                 produced += self._resolve(entry, time_ms, view.version, request_id,
                                           f"re-placed by {request_id}: the ensemble adheres")
-            entry.adhering, entry.adherence = verdict.adhering, verdict.adherence
         self._update_waiting(entry)
         while len(self.entries) > self.max_ledgers:
             oldest = next(iter(self.entries.values()))
@@ -544,7 +544,7 @@ class LedgerAudit:
 
 def decision_hint(error: Mapping[str, str] | None, adherence: str | None,
                   explain: Mapping[str, Any] | None) -> dict[str, str]:
-    """`reason` and `action` for a decision alert (`placement.decision.failed` / `.not_adhering`)."""
+    """`action` (and for `placement.decision.not_adhering` the `reason`) for a decision alert."""
     fallbacks = [str(note) for note in (explain or {}).get("fallbacks", ()) or ()]
     if error is not None:
         code = error.get("code")
@@ -558,7 +558,7 @@ def decision_hint(error: Mapping[str, str] | None, adherence: str | None,
                       "the groups need members (bookie_location with a group)")
         else:
             action = "read the message; the request was not placed"
-        return {"reason": str(error.get("message", "")), "action": action}
+        return {"action": action}      # the reason is the alert's `constraint` (the error message)
     reason = "; ".join(fallbacks) if fallbacks else f"adherence {adherence}"
     if adherence == Adherence.FAIL.name:
         action = ("the ledger was placed against the placement rule: add bookies in more racks/regions (or bring "

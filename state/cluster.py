@@ -54,6 +54,7 @@ from events.model import (
     FeatureSet,
 )
 from policies import BookieInfo, create_policy
+from policies.location import DEFAULT_RACK
 from policies.resolver import host_of, pulsar_rack
 from policies.settings import PlacementSettings
 
@@ -149,7 +150,7 @@ class ClusterModel:
 
     @property
     def default_location(self) -> str:
-        return self.policy.default_location
+        return getattr(self.policy, "default_location", DEFAULT_RACK)
 
     # -- time ------------------------------------------------------------------------------------
 
@@ -166,28 +167,24 @@ class ClusterModel:
         self.clock_ms, late = effective_time(time_ms, self.clock_ms)
         if late:
             self.late_records += 1
-        before = self.version
+        # Each expiry counts one version of its own, however many records later it is observed, so
+        # the version does not depend on which records (batch, shard) a model happened to see.
         if self._pending_heap:
             self._expire_pending()
         if self._history_heap and self._history_heap[0][0] <= self.clock_ms:
             self._expire_history()
         if self._flap_heap and self._flap_heap[0][0] <= self.clock_ms:
             self._expire_flaps()
-        if self.version > before:
-            self.version = before + 1        # one version per clock step that expired something
         return late
 
     def _expire_pending(self) -> None:
         now_s = self.now_s
         heap = self._pending_heap
-        expired = False
         while heap and heap[0][0] <= now_s:
             _, bookie, left_s = heapq.heappop(heap)
             if self.pending.get(bookie) == left_s:
                 del self.pending[bookie]
-                expired = True
-        if expired:
-            self.version += 1
+                self.version += 1
 
     def _expire_history(self) -> None:
         heap = self._history_heap
@@ -504,7 +501,7 @@ class ClusterModel:
     def location_of(self, bookie: str) -> str | None:
         """Where the bookie is placed: the policy's answer for a known bookie, else its own mapping entry."""
         known = getattr(self.policy, "known", None)
-        if known is not None and bookie in known:
+        if isinstance(known, Mapping) and bookie in known:
             return known[bookie]
         return self.mapping.get(bookie)
 
@@ -581,9 +578,10 @@ class ClusterModel:
             assert list(times) == sorted(times), "flap times out of order"
         policy = self.policy
         if hasattr(policy, "known"):
-            assert known.keys() <= writable, f"policy knows non-writable bookies {sorted(known.keys() - writable)}"
+            known = set(policy.known)
+            assert known <= writable, f"policy knows non-writable bookies {sorted(known - writable)}"
             failures = getattr(policy, "join_failures", {})
-            missing = writable - known.keys()
+            missing = writable - known
             assert missing <= failures.keys(), f"writable bookies neither known nor failed: {sorted(missing)}"
         policy_readonly = getattr(policy, "readonly", None)
         if policy_readonly is not None and not self.placement.keep_stale_readonly_set:

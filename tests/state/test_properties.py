@@ -1,0 +1,104 @@
+"""Properties of the pure step over random time-ordered streams (STYLE R14):
+
+* outputs do not depend on micro-batch boundaries;
+* a snapshot round trip between batches changes no output;
+* shards=N gives the same decisions and alerts as shards=1;
+* the model's invariants hold after every step.
+"""
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from state import ModelSettings, dumps, loads, step
+from state.snapshot import to_document
+from tests.state.helpers import CLUSTER
+from tests.state.strategies import CONFS, SAME_DEPTH, configured_streams, streams
+
+
+def comparable(conf, produced):
+    """Outputs as compared. Isolation explanations are left out: they depend on the policy's cache
+    history (a policies bug, test_known_issues.py)."""
+    if conf.get("ensemblePlacementPolicy") != "isolated":
+        return produced
+    result = []
+    for kind, ident, text in produced:
+        payload = json.loads(text)
+        if kind == "decision":
+            payload["explain"].pop("fallbacks", None)
+        result.append((kind, ident, json.dumps(payload, sort_keys=True)))
+    return result
+
+
+def run(conf, batches, *, snapshot=False, shard=0, shards=1):
+    """Feed batches through `step` (optionally via dumps/loads between them); check invariants."""
+    settings = ModelSettings.from_conf(conf)
+    model = None
+    produced = []
+    for batch in batches:
+        result = step(model, CLUSTER, batch, settings, conf, shard=shard, shards=shards)
+        model = result.model
+        model.check_invariants()
+        produced.extend((o.kind, o.id, o.to_json()) for o in result.outputs)
+        if snapshot:
+            model = loads(dumps(model), conf)
+            model.check_invariants()
+    return model, comparable(conf, produced)
+
+
+def split(records, cuts):
+    points = sorted({min(c, len(records)) for c in cuts})
+    batches, start = [], 0
+    for point in points + [len(records)]:
+        batches.append(records[start:point])
+        start = point
+    return batches
+
+
+@given(case=configured_streams(metadata_groups=True), cuts=st.lists(st.integers(0, 40), max_size=4))
+def test_outputs_do_not_depend_on_batch_boundaries(case, cuts):
+    """Splitting the input into micro-batches at any cuts changes no output."""
+    name, records = case
+    conf = CONFS[name]
+    _, whole = run(conf, [records])
+    _, pieces = run(conf, split(records, cuts))
+    assert pieces == whole
+
+
+@given(case=configured_streams(metadata_groups=True), cuts=st.lists(st.integers(0, 40), min_size=1, max_size=3))
+def test_snapshot_round_trips_change_no_output(case, cuts):
+    """Restoring the model from its snapshot between batches gives the same decisions and alerts."""
+    name, records = case
+    conf = CONFS[name]
+    _, whole = run(conf, [records])
+    _, restored = run(conf, split(records, cuts), snapshot=True)
+    assert restored == whole
+
+
+@given(case=configured_streams(requests=False, max_size=30))
+def test_snapshot_document_round_trips(case):
+    """loads(dumps(model)) is the same model, document for document."""
+    name, records = case
+    conf = CONFS[name]
+    model, _ = run(conf, [records])
+    again = loads(dumps(model), conf)
+    assert to_document(again) == to_document(model)
+
+
+def shard_of(record, shards):
+    return int(record.request_id.split("-")[1]) % shards if hasattr(record, "request_id") else None
+
+
+@given(records=streams(locations=SAME_DEPTH), shards=st.integers(2, 4), cuts=st.lists(st.integers(0, 40), max_size=3))
+def test_shards_give_the_same_outputs_as_one(records, shards, cuts):
+    """Every shard applies every event; requests go to one shard; the union of outputs is unchanged."""
+    conf = CONFS["rackaware-stabilized-weighted"]
+    _, single = run(conf, [records])
+    union = []
+    for shard in range(shards):
+        mine = [r for r in records if shard_of(r, shards) in (None, shard)]
+        _, produced = run(conf, split(mine, cuts), shard=shard, shards=shards)
+        union.extend(produced)
+    assert sorted(union) == sorted(single)
+    assert len(union) == len(single), "nothing emitted twice"
