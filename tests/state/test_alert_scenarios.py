@@ -160,7 +160,8 @@ def test_default_rack_with_enforcement_on_alerts_each_bookie_and_the_failed_requ
     produced = runner.run(create(1_000, "r", 3, 2, 2, ledger_id=1))
     assert types(runner, produced) == [ALERT_DECISION_FAILED]
     [failed] = runner.alerts(produced=produced)
-    assert "default" in failed["data"]["constraint"] and "add writable bookies" in failed["data"]["action"]
+    assert "only 2 eligible bookie(s)" in failed["data"]["constraint"]
+    assert "add writable bookies" in failed["data"]["action"]
     explain = runner.decision("r")["explain"]
     assert explain["bookies"] == {"writable": 3, "readonly": 0, "pending": 0, "join_failed": 0, "flapping": 0}
 
