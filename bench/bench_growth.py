@@ -26,7 +26,7 @@ Parts:
 * `shards` (Spark, wall time): `run_replay` of one busy cluster (120/12) with engine.shardsPerCluster 1, 2, 4.
   Every event goes to every shard, a request to one.
 
-Peak memory is the highest RSS sum of this process tree (driver, JVM, Python workers) while a run goes on;
+Peak memory is the highest PSS sum (shared pages counted once) of this process tree (driver, JVM, Python workers) while a run goes on;
 CPU is the CPU time of that tree per request (robust to other load on a shared machine, unlike wall time).
 """
 
@@ -203,7 +203,7 @@ def part_clusters(spark, work: Path, counts, requests: int, per_trigger: int) ->
     print(f"\n## cost per request as clusters grow (Spark replay, wall time; {requests:,} requests dealt "
           f"round-robin, 12 bookies on 4 racks per cluster, recordsPerTrigger {per_trigger:,})")
     print(f"{'clusters':>9} {'records':>9} {'batches':>8} {'wall':>8} {'records/s':>10} {'us/request':>11} "
-          f"{'CPU-us/req':>11} {'worker CPU-us/req':>18} {'peak RSS MiB':>13} {'load 1m':>12}")
+          f"{'CPU-us/req':>11} {'worker CPU-us/req':>18} {'peak PSS MiB':>13} {'load 1m':>12}")
     conf = {**common.BENCH_CONF, "engine.replay.recordsPerTrigger": str(per_trigger)}
     for clusters in counts:
         day = work / f"clusters-{clusters}" / "input.jsonl"
@@ -225,7 +225,7 @@ def part_shards(spark, work: Path, shards_list, requests: int, per_trigger: int)
     print(f"\n## cost per request as shardsPerCluster grows (Spark replay, wall time; one busy cluster of 120 "
           f"bookies on 12 racks, a day of {requests:,} requests, recordsPerTrigger {per_trigger:,})")
     print(f"{'shards':>7} {'records':>9} {'batches':>8} {'wall':>8} {'records/s':>10} {'us/request':>11} "
-          f"{'CPU-us/req':>11} {'worker CPU-us/req':>18} {'peak RSS MiB':>13} {'load 1m':>12}")
+          f"{'CPU-us/req':>11} {'worker CPU-us/req':>18} {'peak PSS MiB':>13} {'load 1m':>12}")
     day = work / "shards" / "input.jsonl"
     common.write_busy_day(day, requests)
     for shards in shards_list:
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         peaks = [row["peak_rss_mib"] for key in ("clusters", "shards") for row in results.get(key, [])]
-        print(f"\npeak RSS of this process tree over the Spark parts: {max(peaks):,.0f} MiB")
+        print(f"\npeak PSS (memory) of this process tree over the Spark parts: {max(peaks):,.0f} MiB")
     results["load_after"] = common.footer(info)
     common.save_json(args.json, results)
     if args.json:

@@ -19,7 +19,7 @@ What is timed:
 1. the command `placement-engine replay --conf F --events DAY --out DIR` as a subprocess, end to end
    (JVM start, spooling the input in time order, the streaming query, writing outputs): records/s of
    the whole command, and the records/s the command reports itself (summary.json, which excludes the
-   Spark start-up); peak RSS of the command's process tree (driver, JVM, Python workers), sampled.
+   Spark start-up); peak memory (PSS sum) of the command's process tree (driver, JVM, Python workers), sampled.
 2. the per-record CPU cost of each stage of the engine's per-group work, in this process without Spark
    (`common.stage_breakdown`): parse, model and decisions, policy calls, output JSON, snapshots.
    The gap between (2) and (1) is what Spark adds (JVM, Arrow transfer, shuffle, state store, sink).
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  as reported by the command (spool + query, excl. Spark start-up): {summary['seconds']:.1f} s -> "
                   f"{summary['records_per_second']:,.0f} records/s, {summary['batches']} micro-batches")
             print(f"  outputs: {r['decisions']:,} decisions, {r['alerts']:,} alerts, {r['dead_letters']:,} dead letters")
-            print(f"  peak RSS of the command's process tree: {run['peak_rss']}")
+            print(f"  peak memory (PSS) of the command's process tree: {run['peak_rss']}")
             print(f"  CPU used by the command's process tree: {run['cpu']} -> "
                   f"{records / max(run['cpu_s'], 1e-9):,.0f} records per CPU-second, "
                   f"{records / max(run['cpu_by_name'].get('python worker', 0), 1e-9):,.0f} per CPU-second of the "

@@ -377,7 +377,7 @@ def print_result(r: dict) -> None:
               f"load {lat['load'][0]:.1f}->{lat['load'][1]:.1f}")
         print(f"    batches: {_describe_batches(lat['batches'])}")
         print(f"    CPU: {common.describe_cpu(lat['cpu'])} over {lat['produced']:,} requests")
-    print(f"  peak RSS of the process tree: {r['peak_rss']}", flush=True)
+    print(f"  peak memory (PSS) of the process tree: {r['peak_rss']}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:

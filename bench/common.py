@@ -137,7 +137,7 @@ def save_json(path: str | Path | None, payload: Mapping[str, Any]) -> None:
         print(f"# results written to {path}")
 
 
-# -- memory of a process tree (the driver, its JVM and Spark's Python workers) ---------------------
+# -- memory and CPU of a process tree (the driver, its JVM and Spark's Python workers) -------------
 
 
 def _children_map() -> dict[int, list[int]]:
@@ -156,6 +156,17 @@ def _children_map() -> dict[int, list[int]]:
 
 
 def _rss_kib(pid: int) -> int:
+    """Proportional set size (shared pages split among the processes sharing them), else RSS, in KiB.
+
+    PSS, because Spark's Python workers are forked from one daemon and the JVM forks helpers: their RSS
+    counts the same copy-on-write pages several times."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
     try:
         with open(f"/proc/{pid}/status", "rb") as handle:
             for line in handle:
@@ -180,6 +191,8 @@ def _cpu_s(pid: int) -> float:
 
 
 def _name(pid: int) -> str:
+    if pid == os.getpid():
+        return "benchmark"
     try:
         name = Path(f"/proc/{pid}/comm").read_text().strip()
         if name.startswith("python"):
@@ -204,7 +217,7 @@ def process_tree(root: int | None = None) -> list[int]:
 
 
 def tree_rss_mib(root: int | None = None) -> tuple[float, dict[str, float]]:
-    """RSS of `root` (default: this process) and all its descendants, in MiB; also per process name."""
+    """Memory (PSS, see `_rss_kib`) of `root` (default: this process) and its descendants, in MiB; also per name."""
     total = 0
     per: dict[str, float] = {}
     for pid in process_tree(root):
@@ -217,9 +230,9 @@ def tree_rss_mib(root: int | None = None) -> tuple[float, dict[str, float]]:
 
 @dataclass
 class PeakMemory:
-    """Samples a process tree every `interval_s` in a thread: peak RSS, and CPU seconds per process name.
+    """Samples a process tree every `interval_s` in a thread: peak memory, and CPU seconds per process name.
 
-    The sum of RSS over processes counts shared pages more than once, so it is an upper bound. CPU is
+    Memory is the sum of the processes' PSS (`_rss_kib`), so shared pages count once. CPU is
     the growth of each process's user+system time while sampled (a process that ends between two
     samples loses its last interval), so on a shared machine it says what this work cost, whatever
     the wall clock says. `root` None samples this process's tree; set `root` for another process.
