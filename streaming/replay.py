@@ -106,20 +106,22 @@ class ReplaySummary:
     dead_letters: Counter = field(default_factory=Counter)
     clusters: set = field(default_factory=set)
 
-    def add(self, kind: str, cluster: str, payload: Mapping) -> None:
+    def add(self, kind: str, cluster: str, status: str | None, adherence: str | None, code: str | None,
+            alert_type: str | None) -> None:
+        """Count one output; the fields are read from its JSON by Spark (see `run_replay`)."""
         self.outputs[kind] += 1
         if cluster:
             self.clusters.add(cluster)
         if kind == "decision":
-            self.decisions[payload.get("status")] += 1
-            if payload.get("adherence"):
-                self.adherence[payload["adherence"]] += 1
-            if payload.get("error"):
-                self.errors[payload["error"].get("code")] += 1
+            self.decisions[status] += 1
+            if adherence:
+                self.adherence[adherence] += 1
+            if code:
+                self.errors[code] += 1
         elif kind == "alert":
-            self.alerts[payload.get("type")] += 1
+            self.alerts[alert_type] += 1
         else:
-            self.dead_letters[payload.get("code") or payload.get("reason")] += 1
+            self.dead_letters[code] += 1
 
     def to_dict(self, **extra) -> dict:
         return {
@@ -167,11 +169,17 @@ def run_replay(spark, conf: Mapping[str, str], settings: EngineSettings, events:
         outputs = place(records, conf, settings, "file", files)
 
         def write_batch(frame, batch_id: int) -> None:
-            rows = frame.collect()
+            rows = frame.select(
+                "kind", "cluster", "value",
+                F.get_json_object("value", "$.status").alias("status"),
+                F.get_json_object("value", "$.adherence").alias("adherence"),
+                F.coalesce(F.get_json_object("value", "$.error.code"),
+                           F.get_json_object("value", "$.code")).alias("code"),
+                F.get_json_object("value", "$.type").alias("type")).collect()
             buckets: dict[str, list[str]] = {kind: [] for kind in OUTPUT_DIRS}
-            for row in rows:
-                buckets[row["kind"]].append(row["value"])
-                summary.add(row["kind"], row["cluster"], json.loads(row["value"]))
+            for kind, cluster, value, status, adherence, code, alert_type in rows:
+                buckets[kind].append(value)
+                summary.add(kind, cluster, status, adherence, code, alert_type)
             for kind, values in buckets.items():
                 if values:
                     target = out_dir / OUTPUT_DIRS[kind] / f"part-{batch_id:06d}.jsonl"

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from events import DeadLetter, Origin, Reason, parse_record, to_json_text
@@ -103,9 +104,11 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
         cluster, shard = key[0], int(key[1])
         chunks = list(frames)
         frame = chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
-        frame = frame.sort_values(["o1", "o2", "o3"], kind="stable")
+        order = np.lexsort((frame["o3"].to_numpy(), frame["o2"].to_numpy(), frame["o1"].to_numpy()))
+        names, parts = frame["src_name"].to_numpy()[order], frame["src_part"].to_numpy()[order]
+        positions, values = frame["src_pos"].to_numpy()[order], frame["value"].to_numpy()[order]
         items = []
-        for name, part, pos, value in zip(frame["src_name"], frame["src_part"], frame["src_pos"], frame["value"]):
+        for name, part, pos, value in zip(names, parts, positions, values):
             origin = _origin(source_kind, name, part, pos, files)
             item = parse_record(value if value is not None else "", origin)
             if not isinstance(item, DeadLetter) and item.cluster != cluster:
@@ -122,6 +125,6 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
             "cluster": [o.cluster for o in produced],
             "id": [o.id for o in produced],
             "value": [o.to_json() for o in produced],
-        }, columns=["kind", "cluster", "id", "value"])
+        })
 
     return on_group
