@@ -18,10 +18,12 @@ What a ledger's state is (`LedgerAudit.evaluate`), over its ensemble as remember
 
 Alerts (subject `ledger/<ledger_id>`, or `request/<request_id>` for a create without a ledger id):
 
-| type | fires | clears (`<type>.resolved`, same subject) |
-|---|---|---|
-| `placement.ledger.not_adhering` | an adhering (or never settled) ledger stops adhering | it adheres again, is re-placed, or is forgotten |
-| `placement.ledger.readhere_possible` | a ledger placed or checked under a relaxed rule (FAIL, MEETS_SOFT), or one whose alert had no fix, can now be fixed | as above |
+* `placement.ledger.not_adhering`: an adhering (or never settled) ledger stops adhering. Clears
+  when it adheres again, is re-placed or checked adhering, or is forgotten.
+* `placement.ledger.readhere_possible`: a ledger placed or checked under a relaxed rule (FAIL,
+  MEETS_SOFT), or one whose alert had no fix, can now be fixed. Clears as above.
+
+A clearing is a `<type>.resolved` event with the same subject.
 
 A ledger registered non-adhering already had its decision alert (`placement.decision.*`), so the
 audit opens nothing for it at registration; it is tagged `relaxed` and re-checked when the topology
@@ -59,6 +61,8 @@ ALERT_LEDGER_NOT_ADHERING = "placement.ledger.not_adhering"
 ALERT_LEDGER_READHERE = "placement.ledger.readhere_possible"
 RESOLVED_SUFFIX = ".resolved"
 LEDGER_ALERT_TYPES = (ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE)
+
+_STRICT = Adherence.MEETS_STRICT.name
 
 #: Ledgers waiting for a fix examined per improving change (the rest wait for the next change).
 READHERE_BUDGET = 512
@@ -166,16 +170,34 @@ class LedgerAudit:
         Returns:
             Resolving events, and those of ledgers forgotten to stay within the bounds.
         """
-        produced = self.expire(time_ms, view.version)
+        entries = self.entries
+        produced = self.expire(time_ms, view.version) if entries else []
         if self.max_ledgers <= 0 or not ensemble:
             return produced
-        key = ledger_key(ledger_id, request_id)
-        entry = self.entries.get(key)
+        key = f"ledger/{ledger_id}" if ledger_id is not None else f"request/{request_id}"
+        entry = entries.get(key)
         members = tuple(ensemble)
         if entry is None:
+            if adherence == _STRICT and not (explain and explain.get("fallbacks")) and self._plainly_placed(
+                    view, members):
+                # Fast path (every placement that needed no fallback): adhering, nothing to tag.
+                entries[key] = AuditEntry(key=key, ledger_id=ledger_id, request_id=request_id, ensemble=members,
+                                          write_quorum=write_quorum, ack_quorum=ack_quorum, seen_ms=time_ms,
+                                          adhering=True, adherence=_STRICT)
+                if self.indexed:
+                    index = self.by_bookie
+                    for bookie in members:
+                        keys_of = index.get(bookie)
+                        if keys_of is None:
+                            index[bookie] = {key}
+                        else:
+                            keys_of.add(key)
+                if len(entries) > self.max_ledgers:
+                    produced += self._trim(time_ms, view.version)
+                return produced
             entry = AuditEntry(key=key, ledger_id=ledger_id, request_id=request_id, ensemble=members,
                                write_quorum=write_quorum, ack_quorum=ack_quorum, seen_ms=time_ms)
-            self.entries[key] = entry
+            entries[key] = entry
             self._index(key, members, ())
         else:
             self._index(key, members, entry.ensemble)
@@ -191,11 +213,28 @@ class LedgerAudit:
                 produced += self._resolve(entry, time_ms, view.version, request_id,
                                           f"re-placed by {request_id}: the ensemble adheres")
         self._update_waiting(entry)
+        if len(entries) > self.max_ledgers:
+            produced += self._trim(time_ms, view.version)
+        return produced
+
+    def _trim(self, time_ms: int, version: int) -> list[Output]:
+        produced: list[Output] = []
         while len(self.entries) > self.max_ledgers:
             oldest = next(iter(self.entries.values()))
-            produced += self._forget(oldest, time_ms, view.version,
+            produced += self._forget(oldest, time_ms, version,
                                      f"forgotten: more than engine.audit.maxLedgers={self.max_ledgers} ledgers")
         return produced
+
+    @staticmethod
+    def _plainly_placed(view: MembershipView, members: tuple[str, ...]) -> bool:
+        """Every member writable and placed, none pending, no region disallowed. O(E)."""
+        writable = view.writable
+        known = getattr(view.policy, "known", None)
+        pending = view.pending
+        for member in members:
+            if member not in writable or (known is not None and member not in known) or (pending and member in pending):
+                return False
+        return not _disallowed_regions(view.policy)
 
     # -- re-checks ---------------------------------------------------------------------------------
 

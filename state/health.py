@@ -5,12 +5,18 @@ Spec: bookkeeper-rackaware.md §1.4 (join failures), §2.4 (stabilization), §4.
 under `enforceMinNumRacksPerWriteQuorum`); upstream apache/bookkeeper#2957 (no default-rack alarm
 when enforcement is off and every bookie shares the default rack).
 
-| type | opened by | fires | clears |
-|---|---|---|---|
-| `placement.bookie.default_rack` | this module | a writable bookie is placed in the policy's default location and either enforcement is on (it is never used) or other bookies have racks (it was probably forgotten) | it moves, leaves, or the condition ends |
-| `placement.bookie.departure_pending` | this module | a writable bookie left (lost or read-only) and waits out `networkTopologyStabilizePeriodSeconds` | it returns (`outcome: returned`) or its delay ends (`outcome: expired`, severity warning) |
-| `placement.bookie.join_failed` | `ClusterModel` | a bookie's location is invalid or of another depth | it joins, or leaves |
-| `placement.bookie.flapping` | `ClusterModel` | `engine.flapThreshold` departures inside `engine.flapWindowSeconds` | the window passes without reaching the threshold |
+* `placement.bookie.default_rack` (opened here): a writable bookie is placed in the policy's
+  default location and either enforcement is on (it is never used) or other bookies have racks (it
+  was probably forgotten). Clears when it moves, leaves, or the condition ends.
+* `placement.bookie.departure_pending` (opened here): a writable bookie left (lost or read-only) and
+  waits out `networkTopologyStabilizePeriodSeconds`. Clears when it returns (`outcome: returned`)
+  or its delay ends (`outcome: expired`, severity warning).
+* `placement.bookie.join_failed` (opened by `ClusterModel`): a bookie's location is invalid or of
+  another depth. Clears when it joins, or leaves.
+* `placement.bookie.flapping` (opened by `ClusterModel`): `engine.flapThreshold` departures inside
+  `engine.flapWindowSeconds`. Clears when the window passes without reaching the threshold.
+
+A clearing is a `<type>.resolved` event with the same subject.
 
 `TopologyHealth.observe(model, touched, time_ms)` runs after every record. Cost: O(touched bookies)
 plus O(size) diffs of the (small) pending, flapping and join-failure sets, and those only when the
@@ -208,6 +214,7 @@ class TopologyHealth:
         health.join_failed = set(model.join_failures)
         health.pending = dict(model.pending)
         health.version = model.version
+        health.mixed = None   # type: ignore[assignment] - forces one default-rack pass at the next change
         return health
 
 
