@@ -39,6 +39,7 @@ from .outputs import Output
 ALERT_DEFAULT_RACK = "placement.bookie.default_rack"
 ALERT_DEPARTURE_PENDING = "placement.bookie.departure_pending"
 RESOLVED_SUFFIX = ".resolved"
+_ENFORCING_POLICIES = frozenset({"rackaware", "isolated", "regionaware"})
 HEALTH_ALERT_TYPES = (ALERT_DEFAULT_RACK, ALERT_DEPARTURE_PENDING, outputs.ALERT_JOIN_FAILED,
                       outputs.ALERT_FLAPPING)
 
@@ -137,7 +138,8 @@ class TopologyHealth:
         if not isinstance(known, Mapping) or topology is None:
             return []                  # the default policy has no locations
         default = policy.default_location
-        enforced = bool(model.placement.enforce_min_racks)
+        # enforceMinNumRacksPerWriteQuorum excludes default-rack bookies only in these policies (spec §4.3).
+        enforced = bool(model.placement.enforce_min_racks) and model.policy_name in _ENFORCING_POLICIES
         in_default = len(topology.bookies_in(default))
         mixed = topology.num_racks > (1 if in_default else 0)
         candidates = set(touched)

@@ -135,3 +135,11 @@ def test_state_round_trips():
     copy = TopologyHealth(CLUSTER)
     copy.import_state(watched.health.export_state())
     assert copy.export_state() == watched.health.export_state()
+
+
+def test_the_rack_enforcement_key_does_not_apply_to_the_zone_aware_policy():
+    watched = Watched({"ensemblePlacementPolicy": "zoneaware", "enforceMinNumRacksPerWriteQuorum": "true"})
+    produced = watched.run(writable(0, A, "/z1/ud1"), writable(0, B))
+    [alert] = watched.of(ALERT_DEFAULT_RACK, produced)
+    assert alert["subject"] == B and alert["data"]["location"] == "/default-zone/default-upgradedomain"
+    assert alert["data"]["severity"] == "info" and alert["data"]["enforced"] is False
