@@ -390,8 +390,12 @@ class ClusterModel:
         for bookie in joined:
             if bookie in self.pending and (known is None or bookie in known):
                 del self.pending[bookie]     # back inside the window: the pending leave is cancelled
-        if self.placement.disk_weighted:
-            self.disk_stale = True           # joined bookies get their reported disk at the next request
+        if self.placement.disk_weighted and not self.disk_stale:
+            # A joiner starts at weight 0 in the policy; it gets its reported disk at the next request.
+            # Bookies whose join had failed are retried by this call: they may join now too.
+            disk = self.disk
+            self.disk_stale = any(bookie in disk and disk[bookie].free_disk
+                                  for bookie in (*joined, *self.join_failures))
         return self._join_failure_alerts()
 
     def _resolves_through_rack_info(self, joined: Iterable[str]) -> bool:
