@@ -18,7 +18,7 @@ Either way the answer carries the §3.6 adherence (MEETS_STRICT / MEETS_SOFT / F
 
 Cost: the candidates of a slot are unions of whole `/zone/ud` racks, read from an index built once
 per membership change; a pick costs O(racks + excluded bookies), not O(bookies) (the disk-weighted
-pick enumerates its candidates, as BookKeeper's does).
+pick draws from `RackWeights` with the distribution of BookKeeper's selector over the candidates).
 
 Stabilization (§3.8, `networkTopologyStabilizePeriodSeconds` > 0): a departed bookie stays usable
 for that many seconds of the injected clock, but only as a second attempt when the live cluster
@@ -39,6 +39,7 @@ from .base import Clock, TopologyAwarePolicy, add_missing_indices
 from .errors import InvalidLocationError, NotEnoughBookiesError
 from .location import (DEFAULT_UPGRADEDOMAIN, DEFAULT_ZONE, DEFAULT_ZONE_AND_UPGRADEDOMAIN, components,
                        is_under, normalize)
+from .rack_weights import RackWeights
 from .resolver import LocationResolver
 from .selection import pick_uniform, pick_weighted
 from .settings import PlacementSettings
@@ -465,20 +466,52 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         chosen: list[str] = []
         view = LeafView(index.flat, ((0, len(index.flat)),))
         for _ in range(count):
-            bookie = self._pick(rng, view, taken)
+            bookie = self._pick(rng, view, taken, index)
             chosen.append(bookie)
             taken.add(bookie)
         return chosen
 
-    def _pick(self, rng: random.Random, view: Sequence[str], excluded: set[str]) -> str:
-        """One bookie of `view` not in `excluded` (the caller checked one exists), uniform or by disk weight."""
+    def _pick(self, rng: random.Random, view: Sequence[str], excluded: set[str],
+              index: _ZoneIndex | None = None, cut: Iterable[int] = ()) -> str:
+        """One bookie of `view` not in `excluded` (the caller checked one exists), uniform or by disk weight.
+
+        `view` is `index`'s bookies outside the racks `cut` when `index` is given. The disk-weighted
+        pick is the one of a fresh selector over the candidates (view minus excluded; the median cap
+        is computed over them, spec bookkeeper-rackaware.md §7.4), drawn by `RackWeights` in
+        O(cut racks + excluded bookies) instead of enumerating the candidates.
+        """
         if self.settings.disk_weighted:
-            candidates = [b for b in view if b not in excluded]
-            bookie = pick_weighted(rng, candidates, self.weights, self.settings.max_weight_multiple)
+            if index is None:
+                candidates = [b for b in view if b not in excluded]
+                bookie = pick_weighted(rng, candidates, self.weights, self.settings.max_weight_multiple)
+            else:
+                sampler = self._weighted_sampler(index)
+                racks = index.racks
+                scope = sampler.scope_without([racks[r].location for r in cut], excluded)
+                bookie = sampler.pick(scope, rng, lambda b: b not in excluded)
         else:
             bookie = pick_uniform(rng, view, (lambda b: b not in excluded) if excluded else None)
         assert bookie is not None  # the caller counted the acceptable candidates
         return bookie
+
+    def _weighted_sampler(self, index: _ZoneIndex) -> RackWeights:
+        """`RackWeights` over `index`'s racks and the current weights, kept until either changes.
+
+        `weights` is replaced (never edited in place) by `update_bookie_info`/`import_state`, and
+        membership changes rebuild the index, so (index, weights) identity marks a valid sampler. The
+        live and the stabilized index each keep one.
+        """
+        cache: list[tuple[_ZoneIndex, dict[str, int], RackWeights]] = self.__dict__.setdefault(
+            "_weighted_samplers", [])
+        weights = self.weights
+        for known_index, known_weights, sampler in cache:
+            if known_index is index and known_weights is weights:
+                return sampler
+        ranges = {rack.location: (rack.start, rack.end) for rack in index.racks}
+        sampler = RackWeights((index.flat, [], ranges), weights, self.settings.max_weight_multiple)
+        cache.append((index, weights, sampler))
+        del cache[:-2]
+        return sampler
 
     # -- fill(index): spec §3.4 -------------------------------------------------------------------
 
@@ -511,7 +544,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         if cut is None:
             raise NotEnoughBookiesError(self._fill_failure(fill, position, write_quorum))
         view = LeafView(fill.index.flat, fill.index.gaps(cut))
-        bookie = self._pick(fill.rng, view, fill.excluded)
+        bookie = self._pick(fill.rng, view, fill.excluded, fill.index, cut)
         fill.take(position, bookie)
         return bookie
 

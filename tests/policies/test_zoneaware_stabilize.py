@@ -163,3 +163,44 @@ def test_weight_cap_limits_a_large_bookie_to_the_multiple_of_the_median():
     trials = 20000
     heavy = sum(policy.new_ensemble(1, 1, 1, rng=rng).ensemble[0] == bk(6) for _ in range(trials))
     assert_binomial(heavy, trials, 200 / 600)  # capped at 2 x median (100): 200 against 4 x 100
+
+
+def zoned_weighted_policy(multiple: int):
+    """Three zones of two upgrade domains with two bookies each (bk(10)..bk(21)), strict mode."""
+    locations = {bk(10 + i): f"/zone{i // 4 + 1}/ud{i // 2 % 2 + 1}" for i in range(12)}
+    conf = {"ensemblePlacementPolicy": "zoneaware", "diskWeightBasedPlacementEnabled": "true",
+            "bookieMaxMultipleForWeightBasedPlacement": multiple}
+    policy = create_policy(conf, resolver=locations)
+    policy.on_cluster_changed(list(locations), [])
+    return policy
+
+
+def test_weighted_strict_pick_has_the_distribution_of_a_selector_over_its_candidates():
+    """Replacing the zone3 bookie of a 3-zone ensemble: candidates are zone3 minus the ensemble, and the
+    median cap is computed over those candidates (spec §3.7; rackaware.md §7.4), not over the cluster."""
+    from policies.selection import WeightedSelector
+
+    policy = zoned_weighted_policy(multiple=2)
+    free = dict(zip([bk(10 + i) for i in range(12)], [5, 5, 5, 5, 9, 9, 9, 9, 0, 40, 100, 3000]))
+    policy.update_bookie_info({b: BookieInfo(total_disk=10**4, free_disk=f) for b, f in free.items()})
+    current = [bk(10), bk(14), bk(21)]
+    candidates = [bk(18), bk(19), bk(20)]   # zone3 minus bk(21): median 40 -> cap 80; bk(18) gets 40
+    reference = WeightedSelector(candidates, policy.weights, 2)
+    rng = random.Random(14)
+    trials = 30000
+    picks = [policy.replace_bookie(3, 3, 2, None, current, bk(21), rng=rng).bookie for _ in range(trials)]
+    assert set(picks) <= set(candidates)
+    for bookie in candidates:
+        assert_binomial(picks.count(bookie), trials, reference.probability(bookie))  # 40/160, 40/160, 80/160
+
+
+def test_weighted_picks_follow_new_weights_after_a_disk_update():
+    """The cached sampler is dropped when `update_bookie_info` brings new weights."""
+    policy = weighted_policy(strict=False)
+    rng = random.Random(15)
+    trials = 20000
+    policy.new_ensemble(1, 1, 1, rng=rng)     # warm the sampler on the first weights
+    policy.update_bookie_info({b: BookieInfo(total_disk=100, free_disk=100) for b in policy.known} |
+                              {bk(2): BookieInfo(total_disk=400, free_disk=400)})
+    heavy = sum(policy.new_ensemble(1, 1, 1, rng=rng).ensemble[0] == bk(2) for _ in range(trials))
+    assert_binomial(heavy, trials, 400 / 800)
