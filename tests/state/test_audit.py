@@ -2,6 +2,9 @@
 fixes, bounds and snapshots. The cluster is a real `ClusterModel` driven by the step; the audit is
 called by hand, so these tests do not depend on how the step wires it in."""
 
+import pytest
+
+from state import MODEL_KEYS, ModelSettings
 from state.audit import (
     ALERT_LEDGER_NOT_ADHERING,
     ALERT_LEDGER_READHERE,
@@ -218,3 +221,19 @@ def test_turning_the_audit_off_remembers_nothing():
     audit = audit_of(max_ledgers=0)
     remember(audit, runner, 1, [A1, B1])
     assert len(audit) == 0
+
+
+_WIRED = "audit_max_ledgers" in ModelSettings.__dataclass_fields__
+
+
+@pytest.mark.skipif(not _WIRED, reason="the audit keys are not in ModelSettings yet")
+def test_the_audit_keys_have_defaults_and_reject_bad_values():
+    settings = ModelSettings.from_conf({})
+    assert (settings.audit_max_ledgers, settings.audit_ttl_s) == (100_000, 604_800)
+    settings = ModelSettings.from_conf({"engine.audit.maxLedgers": "0", "engine.audit.ttlSeconds": "60"})
+    assert (settings.audit_max_ledgers, settings.audit_ttl_s) == (0, 60)
+    assert {"engine.audit.maxLedgers", "engine.audit.ttlSeconds"} <= set(MODEL_KEYS)
+    with pytest.raises(ValueError, match="engine.audit.maxLedgers"):
+        ModelSettings.from_conf({"engine.audit.maxLedgers": "-1"})
+    with pytest.raises(ValueError, match="engine.audit.ttlSeconds"):
+        ModelSettings.from_conf({"engine.audit.ttlSeconds": "0"})
