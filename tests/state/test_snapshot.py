@@ -1,0 +1,100 @@
+"""Snapshots: versioned, migrated, rejected when too new, bounded in size."""
+
+import json
+import zlib
+
+import pytest
+
+from state import SnapshotError, dumps, loads
+from state import snapshot as snapshot_module
+from state.snapshot import VERSION, to_document
+from tests.state.helpers import Runner, create, disk, lost, writable
+
+CONF = {"ensemblePlacementPolicy": "rackaware", "networkTopologyStabilizePeriodSeconds": "30",
+        "diskWeightBasedPlacementEnabled": "true", "engine.bookieHistoryTtlSeconds": "600"}
+
+
+def small_cluster():
+    runner = Runner(CONF)
+    runner.run(*[writable(0, f"b{i}:3181", f"/r{i % 3}") for i in range(6)], disk(1, "b0:3181", 10),
+               lost(2, "b5:3181"))
+    return runner
+
+
+def test_the_snapshot_is_versioned_compressed_json():
+    runner = small_cluster()
+    document = json.loads(zlib.decompress(dumps(runner.model)))
+    assert document["v"] == VERSION == 1
+    assert document["cluster"] == "c1" and document["policy"] == "rackaware"
+    assert "policy_state" in document
+
+
+def test_a_restored_model_answers_like_the_original():
+    runner = small_cluster()
+    restored = loads(dumps(runner.model), CONF)
+    restored.check_invariants()
+    assert to_document(restored) == to_document(runner.model)
+    assert restored.pending_leaves() == runner.model.pending_leaves()
+
+
+def test_an_older_snapshot_is_migrated(monkeypatch):
+    """A v0 document (hypothetical older layout without late_records) is brought to v1 by its migration."""
+    runner = small_cluster()
+    document = to_document(runner.model)
+    old = dict(document, v=0)
+    del old["late_records"]
+
+    def v0_to_v1(doc):
+        return dict(doc, v=1, late_records=0)
+
+    monkeypatch.setitem(snapshot_module.MIGRATIONS, 0, v0_to_v1)
+    blob = zlib.compress(json.dumps(old).encode())
+    restored = loads(blob, CONF)
+    assert to_document(restored) == document
+
+
+def test_an_older_snapshot_without_a_migration_is_refused():
+    document = dict(to_document(small_cluster().model), v=0)
+    with pytest.raises(SnapshotError, match="no migration from format v0"):
+        loads(zlib.compress(json.dumps(document).encode()), CONF)
+
+
+def test_a_newer_snapshot_is_refused_with_advice():
+    document = dict(to_document(small_cluster().model), v=VERSION + 1)
+    with pytest.raises(SnapshotError, match="newer engine"):
+        loads(zlib.compress(json.dumps(document).encode()), CONF)
+
+
+def test_garbage_is_refused():
+    with pytest.raises(SnapshotError, match="not a readable snapshot"):
+        loads(b"not zlib", CONF)
+
+
+def test_a_changed_policy_rebuilds_from_membership():
+    runner = small_cluster()
+    other = {**CONF, "ensemblePlacementPolicy": "default"}
+    restored = loads(dumps(runner.model), other)
+    restored.check_invariants()
+    assert restored.policy_name == "default"
+    assert set(restored.policy.known) == runner.model.writable
+    assert restored.pending == {}
+
+
+def test_state_stays_bounded_under_churn():
+    """Bookies that come and go are forgotten once their history TTL has passed: the snapshot of a
+    cluster after heavy churn is no bigger than before it (the size is deterministic)."""
+    runner = Runner(CONF)
+    runner.run(*[writable(0, f"b{i}:3181", f"/r{i % 3}") for i in range(30)])
+    runner.run(create(1, "warm", 3, 2, 2))
+    baseline = len(zlib.decompress(dumps(runner.model)))
+    for wave in range(20):
+        t = 10_000 + wave * 1_000
+        ephemeral = [f"tmp{wave}-{i}:3181" for i in range(50)]
+        runner.run(*[writable(t, b, "/r9") for b in ephemeral], *[disk(t, b, 5) for b in ephemeral])
+        runner.run(*[lost(t + 500, b) for b in ephemeral])
+    assert len(runner.model.facts) > 30, "the departed are remembered inside the TTL"
+    runner.run(create(10_000 + 20 * 1_000 + 600_000, "later", 3, 2, 2))
+    model = runner.model
+    assert set(model.facts) == {f"b{i}:3181" for i in range(30)}
+    assert model.disk == {} and model.absent_since == {} and model.flaps == {}
+    assert len(zlib.decompress(dumps(model))) <= baseline + 200, "only counters and the clock grew"
