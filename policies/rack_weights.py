@@ -101,12 +101,13 @@ class _LazyScope(_Scope):
 
 
 def _make_scope(names: list[str], rows: list[tuple], layout: _Layout, skip: list[int], mass: float,
-                cap: float, zero_mass: float, count: int, removed: frozenset[str] = frozenset()) -> _Scope:
+                cap: float, zero_mass: float, count: int, removed: frozenset[str] = frozenset(),
+                skipped: frozenset[int] | None = None) -> _Scope:
     scope = _LazyScope((None, None, cap, zero_mass, count))
     scope.names = names
     scope.layout = layout
     scope.skip = skip
-    scope.skipped = frozenset(skip)
+    scope.skipped = frozenset(skip) if skipped is None else skipped
     scope.mass = mass
     scope.removed = removed
     scope.data = (rows, layout.masses, layout.starts, layout.ends, skip, scope.skipped, mass, cap, zero_mass)
@@ -257,55 +258,68 @@ class RackWeights:
                                                  ordered.__getitem__)
         layout = _Layout([self._rack_mass(rack, cap, zero_mass)])
         row = [self._rows[self._rack_index[rack]]]
-        return self._remember(rack, _make_scope([rack], row, layout, [], layout.total, cap, zero_mass, len(ordered)))
+        scope = _make_scope([rack], row, layout, [], layout.total, cap, zero_mass, len(ordered))
+        return self._remember(rack, scope)
 
-    def scope_without(self, excluded: Iterable[str], removed: Iterable[str]) -> _Scope | None:
-        """The scope "every rack but `excluded`, minus the single bookies `removed`" (not cached).
+    def scope_without(self, excluded: Sequence[str], removed: Iterable[str]) -> _Scope | None:
+        """The scope "every rack but `excluded`, minus the single bookies `removed`".
 
         The cap and the zero-weight mass are computed over the remaining leaves, as a fresh selector
-        over exactly those leaves would; `pick` never returns a removed bookie (`_draw` may). The
-        sorted weights of "every rack but `excluded`" are kept per distinct `excluded`, so a scope
-        costs O(|removed| log n) once that is known.
+        over exactly those leaves would; `pick` never returns a removed bookie (`_draw` may). What
+        depends on `excluded` alone (its sorted remaining weights, its racks' mass per layout) is kept
+        per distinct `excluded` sequence, so a scope then costs O(|removed| log n).
         """
-        index = self._rack_index
-        skip = tuple(sorted({index[r] for r in excluded if r in index}))
-        base = self._bases.get(skip)
+        key = tuple(excluded)
+        base = self._bases.get(key)
         if base is None:
-            skipped = set(skip)
-            values = sorted(w for i, r in enumerate(self.racks) if i not in skipped
-                            for w in self.sorted_weights[r])
-            if self._base_size + len(values) > 2_000_000:
-                self._bases = {}
-                self._base_size = 0
-            base = self._bases[skip] = (values, len(values), sum(values), bisect.bisect_right(values, 0))
-            self._base_size += len(values)
-        values, count, total, zeros = base
-        skip_names = {self.racks[i] for i in skip}
-        gone = frozenset(b for b in removed if b in self._rack_of and self._rack_of[b] not in skip_names)
-        out = sorted(self._weight_of[b] for b in gone)
-        count -= len(out)
-        if count <= 0:
-            return None
-        total -= sum(out)
-        zeros -= bisect.bisect_right(out, 0)
+            base = self._base(key)
+        values, count, total, zeros, skip, skipped, skip_names, masses = base
+        rack_of = self._rack_of
+        gone = frozenset(b for b in removed if b in rack_of and rack_of[b] not in skip_names)
+        if gone:
+            out = sorted(self._weight_of[b] for b in gone)
+            count -= len(out)
+            if count <= 0:
+                return None
+            total -= sum(out)
+            zeros -= bisect.bisect_right(out, 0)
 
-        def kth(k: int) -> int:
-            if not out:
-                return values[k]
-            lo, hi = 0, len(values) - 1
-            while lo < hi:
-                mid = (lo + hi) // 2
-                v = values[mid]
-                if bisect.bisect_right(values, v) - bisect.bisect_right(out, v) >= k + 1:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            return values[lo]
-
+            def kth(k: int) -> int:
+                lo, hi = 0, len(values) - 1
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    v = values[mid]
+                    if bisect.bisect_right(values, v) - bisect.bisect_right(out, v) >= k + 1:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                return values[lo]
+        else:
+            if count == 0:
+                return None
+            kth = values.__getitem__
         cap, zero_mass = self._cap_and_zero_mass(count, total, zeros, kth)
         layout = self._layout(cap, zero_mass)
-        return _make_scope(self.racks, self._rows, layout, list(skip), self._mass(layout, skip), cap, zero_mass,
-                           count, gone)
+        mass = masses.get(id(layout))
+        if mass is None or mass[0] is not layout:
+            if len(masses) >= 64:
+                masses.clear()
+            mass = masses[id(layout)] = (layout, self._mass(layout, skip))
+        return _make_scope(self.racks, self._rows, layout, skip, mass[1], cap, zero_mass, count, gone, skipped)
+
+    def _base(self, key: tuple[str, ...]) -> tuple:
+        """What `scope_without` needs of "every rack but `key`", computed once per distinct `key`."""
+        index = self._rack_index
+        skip = sorted({index[r] for r in key if r in index})
+        skipped = frozenset(skip)
+        values = sorted(w for i, r in enumerate(self.racks) if i not in skipped for w in self.sorted_weights[r])
+        if self._base_size + len(values) > 2_000_000:
+            self._bases = {}
+            self._base_size = 0
+        base = self._bases[key] = (values, len(values), sum(values), bisect.bisect_right(values, 0), skip,
+                                   skipped, frozenset(self.racks[i] for i in skip), {})
+        self._base_size += len(values) + 1
+        return base
 
     def _remember(self, key: Any, scope: _Scope | None) -> _Scope | None:
         if len(self._scopes) >= self._limit:

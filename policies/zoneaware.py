@@ -487,7 +487,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
             else:
                 sampler = self._weighted_sampler(index)
                 racks = index.racks
-                scope = sampler.scope_without([racks[r].location for r in cut], excluded)
+                scope = sampler.scope_without([racks[r].location for r in sorted(cut)], excluded)
                 bookie = sampler.pick(scope, rng, lambda b: b not in excluded)
         else:
             bookie = pick_uniform(rng, view, (lambda b: b not in excluded) if excluded else None)
