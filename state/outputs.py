@@ -69,22 +69,49 @@ class Output:
 
 def stable_id(*parts: str) -> str:
     """32 hex digits of BLAKE2b over the parts, each length-prefixed (so no two part lists collide)."""
-    digest = hashlib.blake2b(digest_size=16)
+    chunks = []
     for part in parts:
         data = part.encode("utf-8", "surrogatepass")
-        digest.update(len(data).to_bytes(8, "big"))
-        digest.update(data)
-    return digest.hexdigest()
+        chunks.append(len(data).to_bytes(8, "big"))
+        chunks.append(data)
+    return hashlib.blake2b(b"".join(chunks), digest_size=16).hexdigest()
+
+
+_DAYS: dict[int, str] = {}
+_MS_PER_DAY = 86_400_000
+
+
+def iso_time(ms: int) -> str:
+    """`events.format_time(ms)` (ISO-8601 UTC with milliseconds), with the date part cached per day.
+
+    Cost: O(1); about 1 us instead of 5 (decisions and alerts each carry one).
+    """
+    days, rest = divmod(ms, _MS_PER_DAY)
+    day = _DAYS.get(days)
+    if day is None:
+        if len(_DAYS) > 64:
+            _DAYS.clear()
+        day = _DAYS[days] = format_time(days * _MS_PER_DAY)[:10]
+    hour, rest = divmod(rest, 3_600_000)
+    minute, rest = divmod(rest, 60_000)
+    second, milli = divmod(rest, 1000)
+    return f"{day}T{hour:02d}:{minute:02d}:{second:02d}.{milli:03d}Z"
+
+
+_PLAIN = (str, int, float, bool, type(None))
 
 
 def jsonable(value: Any) -> Any:
     """A JSON-ready copy: sets become sorted lists, tuples lists, enums their names, bytes text."""
+    if type(value) is dict or isinstance(value, Mapping):
+        return {k if type(k) is str else str(k): v if (type(v) is str or v is None) else jsonable(v)
+                for k, v in value.items()}
+    if type(value) is list and all(type(v) is str for v in value):
+        return list(value)
     if isinstance(value, enum.Enum):
         return value.name
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if isinstance(value, _PLAIN):
         return value
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (set, frozenset)):
         return sorted((jsonable(v) for v in value), key=lambda v: (str(type(v)), str(v)))
     if isinstance(value, (list, tuple)):
@@ -107,7 +134,7 @@ def decision(*, cluster: str, request_id: str, request_type: str | None, ledger_
              explain: Mapping[str, Any] | None = None) -> Output:
     """A decision (CONTRACT §2): `status` is `failed` exactly when `error` is given."""
     ident = decision_id(cluster, request_id)
-    explained = jsonable(dict(explain or {}))
+    explained = jsonable(explain) if explain else {}
     explained["topology_version"] = topology_version
     payload = {
         "id": ident,
@@ -121,7 +148,7 @@ def decision(*, cluster: str, request_id: str, request_type: str | None, ledger_
         "adherence": None if error else adherence,
         "error": dict(error) if error else None,
         "policy": policy,
-        "time": format_time(time_ms) if time_ms is not None else None,
+        "time": iso_time(time_ms) if time_ms is not None else None,
         "topology_version": topology_version,
         "explain": explained,
     }
@@ -135,7 +162,7 @@ def alert(*, alert_type: str, cluster: str, subject: str, time_ms: int, key: str
           data: Mapping[str, Any]) -> Output:
     """A CloudEvents 1.0 alert. `key` is the triggering request id or bookie id (part of the id)."""
     ident = stable_id(ALERT, alert_type, cluster, subject, str(time_ms), key)
-    body = jsonable(dict(data))
+    body = jsonable(data)
     body["severity"] = severity
     body["cluster"] = cluster
     payload = {
@@ -144,7 +171,7 @@ def alert(*, alert_type: str, cluster: str, subject: str, time_ms: int, key: str
         "source": f"placement-engine/{cluster}",
         "type": alert_type,
         "subject": subject,
-        "time": format_time(time_ms),
+        "time": iso_time(time_ms),
         "datacontenttype": "application/json",
         "data": body,
     }

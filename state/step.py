@@ -126,7 +126,6 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
     """
     produced = model.prepare_request()
     policy = model.policy
-    rng = request_rng(model.settings.seed, model.cluster, request.request_id)
     ensemble: list[str] = []
     bookie = None
     adherence = None
@@ -134,10 +133,12 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
     error = None
     try:
         if isinstance(request, LedgerCreate):
+            rng = request_rng(model.settings.seed, model.cluster, request.request_id)
             placed = policy.new_ensemble(request.ensemble_size, request.write_quorum, request.ack_quorum,
                                          request.metadata_dict(), tuple(sorted(request.exclude)), rng=rng)
             ensemble, adherence, explain = list(placed.ensemble), placed.adherence, placed.explain
         elif isinstance(request, BookieReplace):
+            rng = request_rng(model.settings.seed, model.cluster, request.request_id)
             placed = policy.replace_bookie(len(request.ensemble), request.write_quorum, request.ack_quorum,
                                            request.metadata_dict(), list(request.ensemble), request.bookie,
                                            tuple(sorted(request.exclude)), rng=rng)
@@ -154,13 +155,15 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
     except ValueError as exc:
         error = {"code": outputs.INVALID_REQUEST, "message": str(exc)}
     version = model.version
-    adherence_name = None if adherence is None else Adherence(adherence).name
+    adherence_name = None if adherence is None else getattr(adherence, "name", None) or Adherence(adherence).name
     decided = outputs.decision(
         cluster=model.cluster, request_id=request.request_id, request_type=request.type,
         ledger_id=request.ledger_id, time_ms=request.time_ms, policy=model.policy_name,
         topology_version=version, ensemble=None if error else ensemble, bookie=None if error else bookie,
         adherence=adherence_name, error=error, explain=explain)
     produced.append(decided)
+    if error is None and adherence_name == "MEETS_STRICT":
+        return produced
     subject = request.request_id
     common = {"request_id": request.request_id, "ledger_id": request.ledger_id, "request_type": request.type,
               "decision_id": decided.id, "topology_version": version}

@@ -115,3 +115,10 @@ def test_jsonable_makes_explanations_json_ready():
 
     value = {"s": {"b", "a"}, "t": (1, 2), "e": Adherence.FAIL, "raw": b"x", 3: None}
     assert jsonable(value) == {"s": ["a", "b"], "t": [1, 2], "e": "FAIL", "raw": "x", "3": None}
+
+
+def test_iso_time_matches_the_events_formatter():
+    from state.outputs import iso_time
+
+    for ms in (0, 1, 999, 86_399_999, 86_400_000, T0, T0 + 123_456_789, 253_402_300_799_999):
+        assert iso_time(ms) == format_time(ms)
