@@ -175,7 +175,17 @@ def zoned_weighted_policy(multiple: int):
     return policy
 
 
-def test_weighted_strict_pick_has_the_distribution_of_a_selector_over_its_candidates():
+@pytest.fixture(params=["enumerated", "rack-weights"])
+def pick_path(request, monkeypatch):
+    """Run a test through both weighted pick paths (small views are enumerated, larger ones use RackWeights)."""
+    import policies.zoneaware as zoneaware
+
+    if request.param == "rack-weights":
+        monkeypatch.setattr(zoneaware, "_ENUMERATE_BELOW", 0)
+    return request.param
+
+
+def test_weighted_strict_pick_has_the_distribution_of_a_selector_over_its_candidates(pick_path):
     """Replacing the zone3 bookie of a 3-zone ensemble: candidates are zone3 minus the ensemble, and the
     median cap is computed over those candidates (spec §3.7; rackaware.md §7.4), not over the cluster."""
     from policies.selection import WeightedSelector
@@ -194,7 +204,7 @@ def test_weighted_strict_pick_has_the_distribution_of_a_selector_over_its_candid
         assert_binomial(picks.count(bookie), trials, reference.probability(bookie))  # 40/160, 40/160, 80/160
 
 
-def test_weighted_picks_follow_new_weights_after_a_disk_update():
+def test_weighted_picks_follow_new_weights_after_a_disk_update(pick_path):
     """The cached sampler is dropped when `update_bookie_info` brings new weights."""
     policy = weighted_policy(strict=False)
     rng = random.Random(15)
