@@ -37,7 +37,7 @@ class _Layout:
 class _Scope(tuple):
     """(racks, cumulative capped masses, cap, zero-weight mass, number of leaves) of a scope.
 
-    The first two members are lazy views (iterating them costs O(racks); draws never do). The
+    The first two members are built lazily (O(racks); draws never need them). The
     attributes carry what draws use: `layout` (masses over the racks in `names`), `skip` (ascending
     indices of `names` outside the scope), `mass` (the scope's total capped mass) and `removed`
     (single bookies outside the scope although their rack is in it; draws may return them and
@@ -53,36 +53,8 @@ class _Scope(tuple):
     data: tuple  # (per-rack rows, masses, starts, ends, skip, skipped, mass, cap, zero mass): for draws
 
 
-class _IncludedRacks(Sequence):
-    def __init__(self, names: list[str], skipped: frozenset[int]) -> None:
-        self._items = [n for i, n in enumerate(names) if i not in skipped]
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __getitem__(self, i):  # type: ignore[override]
-        return self._items[i]
-
-
-class _IncludedCumulative(Sequence):
-    def __init__(self, layout: _Layout, skipped: frozenset[int]) -> None:
-        items: list[float] = []
-        running = 0.0
-        for i, mass in enumerate(layout.masses):
-            if i not in skipped:
-                running += mass
-                items.append(running)
-        self._items = items
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __getitem__(self, i):  # type: ignore[override]
-        return self._items[i]
-
-
 class _LazyScope(_Scope):
-    """A `_Scope` whose first two members are built on first access (tests and diagnostics)."""
+    """A `_Scope` whose first two members (lists over the scope's racks) are built on first access."""
 
     def __getitem__(self, i):  # type: ignore[override]
         return self._materialised()[i]
@@ -94,8 +66,15 @@ class _LazyScope(_Scope):
         cached = self.__dict__.get("_tuple")
         if cached is None:
             _, _, cap, zero_mass, count = tuple.__iter__(self)
-            cached = (_IncludedRacks(self.names, self.skipped), _IncludedCumulative(self.layout, self.skipped),
-                      cap, zero_mass, count)
+            racks: list[str] = []
+            cumulative: list[float] = []
+            running = 0.0
+            for i, mass in enumerate(self.layout.masses):
+                if i not in self.skipped:
+                    running += mass
+                    racks.append(self.names[i])
+                    cumulative.append(running)
+            cached = (racks, cumulative, cap, zero_mass, count)
             self.__dict__["_tuple"] = cached
         return cached
 
