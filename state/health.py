@@ -141,7 +141,7 @@ class TopologyHealth:
         # enforceMinNumRacksPerWriteQuorum excludes default-rack bookies only in these policies (spec §4.3).
         enforced = bool(model.placement.enforce_min_racks) and model.policy_name in _ENFORCING_POLICIES
         in_default = len(topology.bookies_in(default))
-        mixed = topology.num_racks > (1 if in_default else 0)
+        mixed = _is_mixed(model)
         candidates = set(touched)
         if mixed != self.mixed:
             self.mixed = mixed
@@ -210,13 +210,14 @@ class TopologyHealth:
     @classmethod
     def adopt(cls, cluster: str, model: Any) -> TopologyHealth:
         """Health state for a model restored from a snapshot without one (v1): the model's current
-        flapping, join failures and pending leaves count as already reported, so nothing is re-raised."""
+        flapping, join failures and pending leaves count as already reported, so nothing is re-raised;
+        default-rack bookies (never reported by v1) are reported at their next change."""
         health = cls(cluster)
         health.flapping = set(model.flapping)
         health.join_failed = set(model.join_failures)
         health.pending = dict(model.pending)
         health.version = model.version
-        health.mixed = None   # type: ignore[assignment] - forces one default-rack pass at the next change
+        health.mixed = _is_mixed(model)
         return health
 
 
@@ -286,6 +287,16 @@ def after_record(model: Any, record: Any, before: tuple[set[str], set[str]] | No
         ledger = model.audit.on_topology_change(model, touched, time_ms, improving=improving, wide=wide,
                                                 trigger=trigger)
     return (health if emit_health else []) + ledger
+
+
+def _is_mixed(model: Any) -> bool:
+    """Whether some placed bookie is outside the policy's default location (False without racks)."""
+    policy = model.policy
+    topology = getattr(policy, "topology", None)
+    if not isinstance(getattr(policy, "known", None), Mapping) or topology is None:
+        return False
+    in_default = len(topology.bookies_in(policy.default_location))
+    return topology.num_racks > (1 if in_default else 0)
 
 
 def _iso_s(seconds: float) -> str:

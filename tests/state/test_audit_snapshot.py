@@ -7,7 +7,7 @@ from state.audit import ALERT_LEDGER_NOT_ADHERING
 from state.cluster import ClusterModel
 from state.health import ALERT_DEFAULT_RACK
 from state.outputs import ALERT_FLAPPING
-from state.snapshot import from_document, loads, dumps, to_document
+from state.snapshot import dumps, from_document, loads, to_document
 from tests.state.helpers import Runner, create, lost, writable
 
 pytestmark = pytest.mark.skipif("audit" not in ClusterModel.__init__.__code__.co_names,
@@ -54,6 +54,7 @@ def test_a_v1_snapshot_loads_with_an_empty_audit_and_re_raises_nothing():
     assert len(model.audit) == 0
     assert model.health.flapping == {"a:3181"}, "flapping already reported by the v1 engine"
     runner.model = model
-    produced = runner.run(writable(2_500, "a:3181"))
+    assert runner.run(writable(2_500, "a:3181")) == [], "nothing is re-raised"
+    produced = runner.run(lost(3_000, "d:3181"), writable(3_500, "d:3181"))
     assert [a["type"] for a in runner.alerts(produced=produced)] == [ALERT_DEFAULT_RACK], \
-        "the default-rack bookie, never reported by v1, is reported once"
+        "the default-rack bookie, never reported by v1, is reported at its next change"
