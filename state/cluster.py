@@ -34,6 +34,8 @@ them: the disk map (`update_bookie_info`, weights are read only by placement) an
 resolves a bookie that has no mapping entry: it is handed over before such a join, retry or rack
 change). Pulsar notifies a rack-info change to the bookies rack info lists, all of which have a
 mapping entry here, so the deferred notification changes no location.
+
+(About 600 lines: one class whose handlers share the model's indexes, plus its self-check.)
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ from policies.resolver import host_of, pulsar_rack
 from policies.settings import PlacementSettings
 
 from . import outputs
+from .audit import LedgerAudit
+from .health import TopologyHealth
 from .ordering import effective_time
 from .outputs import Output
 from .settings import ModelSettings
@@ -132,6 +136,9 @@ class ClusterModel:
         self._history_heap: list[tuple[int, str, int]] = []
         self._flap_heap: list[tuple[int, str, int]] = []
         self.policy = self.new_policy()
+        # Issue 5: the ledger audit and the topology-health alerts (fed by `health.after_record`).
+        self.audit = LedgerAudit(cluster, settings.audit_max_ledgers, settings.audit_ttl_s * 1000, settings.seed)
+        self.health = TopologyHealth(cluster)
 
     # -- the policy ------------------------------------------------------------------------------
 
@@ -212,7 +219,8 @@ class ClusterModel:
             mapping_changed, rack_changed = self._set_facts(bookie, BookieFacts())
             if mapping_changed or rack_changed:
                 self.version += 1
-                self._locations_changed(bookie, mapping_changed, rack_changed)
+                # Join failures this may cause are reported by the next event (shard 0 emits them).
+                self._locations_changed(bookie, mapping_changed, rack_changed, report=False)
 
     # -- events ----------------------------------------------------------------------------------
 
@@ -239,7 +247,7 @@ class ClusterModel:
         if bookie in self.writable:
             return alerts
         self.readonly.discard(bookie)
-        self._add_writable(bookie)
+        self.writable.add(bookie)
         self._present(bookie)
         self.version += 1
         return alerts + self._cluster_changed((bookie,))
@@ -253,7 +261,7 @@ class ClusterModel:
             # One change, not a transient death: a single on_cluster_changed call with the bookie
             # moved from writable to read-only (Java's watcher makes two, spec §2.1).
             alerts = self._departure(bookie)
-            self._remove_writable(bookie)
+            self.writable.discard(bookie)
         self.readonly.add(bookie)
         self._present(bookie)
         self.version += 1
@@ -264,7 +272,7 @@ class ClusterModel:
         alerts: list[Output] = []
         if bookie in self.writable:
             alerts = self._departure(bookie)
-            self._remove_writable(bookie)
+            self.writable.discard(bookie)
         elif bookie in self.readonly:
             self.readonly.discard(bookie)
         else:
@@ -323,12 +331,6 @@ class ClusterModel:
 
     # -- membership helpers ----------------------------------------------------------------------
 
-    def _add_writable(self, bookie: str) -> None:
-        self.writable.add(bookie)
-
-    def _remove_writable(self, bookie: str) -> None:
-        self.writable.discard(bookie)
-
     def _present(self, bookie: str) -> None:
         if self.absent_since.pop(bookie, None) is not None:
             self.lost.discard(bookie)
@@ -381,7 +383,7 @@ class ClusterModel:
         horizon = self.clock_ms - self.settings.flap_window_ms
         return sum(1 for t in times if t > horizon)
 
-    def _cluster_changed(self, joined: Iterable[str]) -> list[Output]:
+    def _cluster_changed(self, joined: Iterable[str], *, report: bool = True) -> list[Output]:
         """Hand the current membership to the policy (one call) and report new join failures."""
         if self.rack_info_stale and self._resolves_through_rack_info(joined):
             self.flush_rack_info()
@@ -396,7 +398,7 @@ class ClusterModel:
             disk = self.disk
             self.disk_stale = any(bookie in disk and disk[bookie].free_disk
                                   for bookie in (*joined, *self.join_failures))
-        return self._join_failure_alerts()
+        return self._join_failure_alerts() if report else []
 
     def _resolves_through_rack_info(self, joined: Iterable[str]) -> bool:
         """Whether the policy will resolve a bookie that has no mapping entry (a joiner or a retry)."""
@@ -477,7 +479,8 @@ class ClusterModel:
             self.mapping[bookie] = entry
         return True
 
-    def _locations_changed(self, bookie: str, mapping_changed: bool, rack_changed: bool) -> list[Output]:
+    def _locations_changed(self, bookie: str, mapping_changed: bool, rack_changed: bool, *,
+                           report: bool = True) -> list[Output]:
         """Tell the policy (spec §2.5): the rack-change callback applies at once to writable bookies.
 
         Rack info is handed over lazily (see the module docstring). A writable bookie whose join had
@@ -498,9 +501,11 @@ class ClusterModel:
             self.flush_rack_info()
         known = getattr(self.policy, "known", None)
         if known is not None and any(b not in known for b in affected):
-            return self._cluster_changed(())
-        self.policy.on_bookie_rack_change(affected)
-        return self._join_failure_alerts()
+            alerts = self._cluster_changed((), report=report)
+        else:
+            self.policy.on_bookie_rack_change(affected)
+            alerts = self._join_failure_alerts() if report else []
+        return alerts
 
     def location_of(self, bookie: str) -> str | None:
         """Where the bookie is placed: the policy's answer for a known bookie, else its own mapping entry."""
@@ -521,15 +526,16 @@ class ClusterModel:
         self.disk_stale = False
         self.policy.update_bookie_info(self.disk)
 
-    def prepare_request(self) -> list[Output]:
-        """Bring deferred state into the policy before it answers a request; return join-failure alerts."""
-        alerts: list[Output] = []
+    def prepare_request(self) -> None:
+        """Bring deferred state into the policy before it answers a request.
+
+        (Handing over rack info notifies only listed bookies, which resolve through the mapping, so
+        it changes no join; any join failure would be reported by the next event, on shard 0.)
+        """
         if self.rack_info_stale:
             self.flush_rack_info()
-            alerts = self._join_failure_alerts()
         if self.disk_stale:
             self.flush_disk()
-        return alerts
 
     # -- views -----------------------------------------------------------------------------------
 
@@ -599,6 +605,7 @@ class ClusterModel:
         check = getattr(policy, "check_invariants", None)
         if check is not None:
             check()
+        self.audit.check_invariants()
 
 
 def _rack_entry(facts: BookieFacts) -> dict[str, Any] | None:

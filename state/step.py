@@ -31,7 +31,9 @@ from events.model import REQUEST_TYPES, BookieReplace, EnsembleCheck, LedgerCrea
 from policies import Adherence, NotEnoughBookiesError, PlacementError
 
 from . import outputs
+from .audit import decision_hint
 from .cluster import ClusterModel
+from .health import after_record
 from .ordering import in_time_order
 from .outputs import Output
 from .settings import ModelSettings
@@ -99,11 +101,14 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
     for record in in_time_order(records):
         model.advance(record.time_ms)
         if record.type in REQUEST_TYPES:
+            result.extend(after_record(model, record, None, emit_health=emit_events))
             result.extend(answer(model, record))
         else:
+            before = (model.writable, model.readonly)
             alerts = model.apply(record)
             if emit_events:
                 result.extend(alerts)
+            result.extend(after_record(model, record, before, emit_health=emit_events))
     return StepResult(model, result)
 
 
@@ -124,7 +129,8 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
 
     Cost: one policy call (plus any deferred rack-info or disk update, see `ClusterModel`).
     """
-    produced = model.prepare_request()
+    model.prepare_request()
+    produced: list[Output] = []
     policy = model.policy
     ensemble: list[str] = []
     bookie = None
@@ -156,13 +162,23 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
         error = {"code": outputs.INVALID_REQUEST, "message": str(exc)}
     version = model.version
     adherence_name = None if adherence is None else getattr(adherence, "name", None) or Adherence(adherence).name
+    # Provenance at the state level (issue 5): what the cluster looked like at decision time, O(1).
+    explain = {**explain, "bookies": {"writable": len(model.writable), "readonly": len(model.readonly),
+                                      "pending": len(model.pending), "join_failed": len(model.join_failures),
+                                      "flapping": len(model.flapping)}}
     decided = outputs.decision(
         cluster=model.cluster, request_id=request.request_id, request_type=request.type,
         ledger_id=request.ledger_id, time_ms=request.time_ms, policy=model.policy_name,
         topology_version=version, ensemble=None if error else ensemble, bookie=None if error else bookie,
         adherence=adherence_name, error=error, explain=explain)
     produced.append(decided)
+    # The ledger audit remembers every placed or checked ensemble (issue 5; state/audit.py).
+    remembered = [] if error is not None else model.audit.remember(
+        model, ledger_id=request.ledger_id, request_id=request.request_id, ensemble=ensemble,
+        write_quorum=request.write_quorum, ack_quorum=request.ack_quorum, time_ms=model.clock_ms,
+        adherence=adherence_name, explain=explain)
     if error is None and adherence_name == "MEETS_STRICT":
+        produced.extend(remembered)
         return produced
     subject = request.request_id
     common = {"request_id": request.request_id, "ledger_id": request.ledger_id, "request_type": request.type,
@@ -172,14 +188,17 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
             alert_type=outputs.ALERT_DECISION_FAILED, cluster=model.cluster, subject=subject,
             time_ms=model.clock_ms, key=request.request_id,
             severity=outputs.ERROR if error["code"] == NOT_ENOUGH_BOOKIES else outputs.WARNING,
-            data={**common, "code": error["code"], "constraint": error["message"]}))
+            data={**common, "code": error["code"], "constraint": error["message"],
+                  **decision_hint(error, None, explain)}))
     elif adherence_name in ("MEETS_SOFT", "FAIL"):
         produced.append(outputs.alert(
             alert_type=outputs.ALERT_NOT_ADHERING, cluster=model.cluster, subject=subject,
             time_ms=model.clock_ms, key=request.request_id,
             severity=outputs.WARNING if adherence_name == "FAIL" else outputs.INFO,
             data={**common, "adherence": adherence_name, "ensemble": ensemble,
-                  "write_quorum": request.write_quorum, "ack_quorum": request.ack_quorum}))
+                  "write_quorum": request.write_quorum, "ack_quorum": request.ack_quorum,
+                  **decision_hint(None, adherence_name, explain)}))
+    produced.extend(remembered)
     return produced
 
 
