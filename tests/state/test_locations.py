@@ -136,3 +136,27 @@ def test_rack_info_set_by_bookie_location_does_not_expire():
 
 def test_time_and_alert_helpers_agree():
     assert T0 == 1_700_000_000_000
+
+
+ISOLATED = {"ensemblePlacementPolicy": "isolated", "bookkeeperClientIsolationGroups": "g1"}
+
+
+def test_the_isolation_policy_places_only_on_grouped_members():
+    """Grouped bookies (rack info) are group members; location-only bookies are in no group."""
+    runner = Runner(ISOLATED)
+    members = [writable(0, f"g{i}:3181", f"/r{i}", group="g1") for i in range(3)]
+    others = [writable(0, f"u{i}:3181", f"/r{i}") for i in range(3)]
+    runner.run(*members, *others)
+    runner.run(*[create(1, f"r{i}", 3, 2, 2) for i in range(20)])
+    placed = {b for i in range(20) for b in runner.decision(f"r{i}")["ensemble"]}
+    assert placed == {"g0:3181", "g1:3181", "g2:3181"}
+
+
+def test_moving_a_bookie_out_of_the_group_takes_effect_at_the_next_request():
+    runner = Runner(ISOLATED)
+    runner.run(*[writable(0, f"g{i}:3181", f"/r{i}", group="g1") for i in range(4)],
+               *[writable(0, f"u{i}:3181", f"/r{i}") for i in range(3)])
+    runner.run(location(1, "g3:3181", "/r3", group="other"))
+    runner.run(*[create(2, f"r{i}", 3, 2, 2) for i in range(20)])
+    placed = {b for i in range(20) for b in runner.decision(f"r{i}")["ensemble"]}
+    assert placed == {"g0:3181", "g1:3181", "g2:3181"}
