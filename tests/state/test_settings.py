@@ -61,5 +61,6 @@ def test_placement_keys_are_checked_too():
 
 
 def test_model_keys_lists_every_key():
-    assert set(MODEL_KEYS) == {"engine.seed", "engine.bookieHistoryTtlSeconds", "engine.flapWindowSeconds",
+    assert set(MODEL_KEYS) >= {"engine.seed", "engine.bookieHistoryTtlSeconds", "engine.flapWindowSeconds",
                                "engine.flapThreshold"}
+    assert all(key.startswith("engine.") for key in MODEL_KEYS)
