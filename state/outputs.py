@@ -40,6 +40,8 @@ ALERT_DECISION_FAILED = "placement.decision.failed"
 ALERT_JOIN_FAILED = "placement.bookie.join_failed"
 ALERT_FLAPPING = "placement.bookie.flapping"
 ALERT_TYPES = (ALERT_NOT_ADHERING, ALERT_DECISION_FAILED, ALERT_JOIN_FAILED, ALERT_FLAPPING)
+# More types: state.audit (placement.ledger.*) and state.health (placement.bookie.default_rack,
+# placement.bookie.departure_pending); an alert that clears is followed by `<type>.resolved`.
 
 INFO = "info"
 WARNING = "warning"

@@ -10,6 +10,8 @@ parsed by `policies.settings.PlacementSettings`), so one properties file configu
 | `engine.bookieHistoryTtlSeconds` | 86400 | what the model remembers of a bookie that left expires this long after it left |
 | `engine.flapWindowSeconds` | `networkTopologyStabilizePeriodSeconds` if > 0, else 60 | the flap-counting window |
 | `engine.flapThreshold` | 3 | departures inside the window that make a bookie "flapping" |
+| `engine.audit.maxLedgers` | 100000 | ledgers the audit remembers per cluster (and shard); 0 turns the audit off |
+| `engine.audit.ttlSeconds` | 604800 | the audit forgets a ledger this long after it was last placed or checked |
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ SEED = "engine.seed"
 HISTORY_TTL = "engine.bookieHistoryTtlSeconds"
 FLAP_WINDOW = "engine.flapWindowSeconds"
 FLAP_THRESHOLD = "engine.flapThreshold"
+AUDIT_MAX_LEDGERS = "engine.audit.maxLedgers"
+AUDIT_TTL = "engine.audit.ttlSeconds"
 
 #: Every configuration key this module reads (the streaming CLI accepts them as known keys).
-MODEL_KEYS: tuple[str, ...] = (SEED, HISTORY_TTL, FLAP_WINDOW, FLAP_THRESHOLD)
+MODEL_KEYS: tuple[str, ...] = (SEED, HISTORY_TTL, FLAP_WINDOW, FLAP_THRESHOLD, AUDIT_MAX_LEDGERS, AUDIT_TTL)
 
 DEFAULT_FLAP_WINDOW_S = 60
 _MIN_SEED = -(2**63)
@@ -64,6 +68,8 @@ class ModelSettings:
         history_ttl_s: `engine.bookieHistoryTtlSeconds`.
         flap_window_s: `engine.flapWindowSeconds`.
         flap_threshold: `engine.flapThreshold`.
+        audit_max_ledgers: `engine.audit.maxLedgers`.
+        audit_ttl_s: `engine.audit.ttlSeconds`.
         placement: the placement keys of the same mapping, parsed (policy name, stabilization period,
             disk weighting, ...).
         conf: a private copy of the whole mapping; the policy is created from it. Never mutated.
@@ -73,6 +79,8 @@ class ModelSettings:
     history_ttl_s: int = 86400
     flap_window_s: int = DEFAULT_FLAP_WINDOW_S
     flap_threshold: int = 3
+    audit_max_ledgers: int = 100_000
+    audit_ttl_s: int = 604_800
     placement: PlacementSettings = field(default_factory=PlacementSettings)
     conf: dict[str, Any] = field(default_factory=dict, hash=False, repr=False)
 
@@ -90,6 +98,8 @@ class ModelSettings:
             history_ttl_s=_int(conf, HISTORY_TTL, 86400, 0),
             flap_window_s=_int(conf, FLAP_WINDOW, period if period > 0 else DEFAULT_FLAP_WINDOW_S, 1),
             flap_threshold=_int(conf, FLAP_THRESHOLD, 3, 1),
+            audit_max_ledgers=_int(conf, AUDIT_MAX_LEDGERS, 100_000, 0),
+            audit_ttl_s=_int(conf, AUDIT_TTL, 604_800, 1),
             placement=placement,
             conf=dict(conf),
         )

@@ -29,12 +29,19 @@ from typing import Any
 from policies import BookieInfo
 
 from .cluster import BookieFacts, ClusterModel
+from .health import TopologyHealth
 from .settings import ModelSettings
 
-VERSION = 1
+VERSION = 2
+
+
+def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
+    """v2 adds the ledger audit (empty) and the health state (adopted from the model on load)."""
+    return {**document, "v": 2, "audit": {}, "health": None}
+
 
 #: version -> function turning a document of that version into one of the next version.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
 
 
 class SnapshotError(ValueError):
@@ -64,6 +71,8 @@ def to_document(model: ClusterModel) -> dict[str, Any]:
         "rack_info_stale": model.rack_info_stale,
         "disk_stale": model.disk_stale,
         "policy_state": model.policy.export_state(),
+        "audit": model.audit.export_state(),
+        "health": model.health.export_state(),
     }
 
 
@@ -148,6 +157,11 @@ def from_document(document: dict[str, Any], conf: Mapping[str, Any],
         model.rack_info_stale = False
         model.disk_stale = model.placement.disk_weighted
         model.version += 1
+    model.audit.import_state(document["audit"])
+    if document["health"] is None:
+        model.health = TopologyHealth.adopt(model.cluster, model)
+    else:
+        model.health.import_state(document["health"])
     _rebuild_heaps(model)
     return model
 
