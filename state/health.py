@@ -259,8 +259,8 @@ def after_record(model: Any, record: Any, before: tuple[set[str], set[str]] | No
                  emit_health: bool = True) -> list[Output]:
     """Health checks, then ledger re-checks, after one record (an event or a request) was applied.
 
-    The step calls this after `ClusterModel.apply(event)` (with `before`) and after the clock moved
-    for a request (`before=None`: only expiries can have changed anything).
+    The step calls this after `ClusterModel.apply(event)` (with `before`), and for a request with
+    `before=None`, which observes nothing (see the comment in the body).
 
     Args:
         emit_health: False on shards other than 0: the health state is still kept up to date (every
@@ -268,19 +268,20 @@ def after_record(model: Any, record: Any, before: tuple[set[str], set[str]] | No
             always emitted: each shard audits the ledgers it placed.
     """
     if before is None:
-        touched, improving, wide = set(), False, False
-    else:
-        touched, improving, wide = changed_bookies(record, before, model)
+        # A request: nothing is observed here. Expiries are observed at the next cluster event,
+        # which every shard sees, so health alerts and their ids do not depend on which shard
+        # answered which request (requests reach one shard only).
+        return []
+    touched, improving, wide = changed_bookies(record, before, model)
     time_ms = model.clock_ms
     health = model.health.observe(model, touched, time_ms)
     settled = model.health.settled
     if settled:
         touched = touched | set(settled)
-    if before is None:
-        trigger = "stabilization expired"
-    else:
-        subject = getattr(record, "bookie", None) or getattr(record, "name", None)
-        trigger = f"{record.type} {subject}" if subject else record.type
+    subject = getattr(record, "bookie", None) or getattr(record, "name", None)
+    trigger = f"{record.type} {subject}" if subject else record.type
+    if settled:
+        trigger += f" (stabilization ended for {', '.join(sorted(settled))})"
     if not touched and not wide and not improving:
         ledger = model.audit.expire(time_ms, model.version) if model.audit.entries else []
     else:

@@ -146,7 +146,7 @@ def test_departures_spread_wider_than_the_window_do_not_flap_and_an_expired_depa
     assert ALERT_FLAPPING not in seen
     produced = runner.run(lost(200_000, "a:3181"))
     assert types(runner, produced) == [ALERT_DEPARTURE_PENDING]
-    produced = runner.run(create(231_000, "later", 2, 2, 2, ledger_id=2))    # the 30 s delay has ended
+    produced = runner.run(writable(231_000, "e:3181", "/e"))    # the 30 s delay has ended
     assert types(runner, produced) == [ALERT_DEPARTURE_PENDING + RESOLVED, ALERT_LEDGER_NOT_ADHERING]
     expired, ledger = runner.alerts(produced=produced)
     assert expired["data"]["outcome"] == "expired" and ledger["subject"] == "ledger/1"
