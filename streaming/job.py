@@ -5,8 +5,9 @@ Sources are normalised to the columns of `stateful.INPUT_COLUMNS` before groupin
 identity `src_name, src_part, src_pos` (file and line, or topic, partition and offset).
 
 Sharding (`engine.shardsPerCluster = N`): every cluster event is sent to all N shards of its cluster,
-a request to shard `pmod(xxhash64(request_id), N)`, so one big cluster's requests spread over N
-groups while each shard sees the full topology.
+a request to shard `pmod(xxhash64(ledger_id, else request_id), N)`, so one big cluster's requests
+spread over N groups while each shard sees the full topology, and all requests about one ledger
+(creates, replaces, checks) meet in one shard, where the audit remembers it.
 """
 
 from __future__ import annotations
@@ -27,9 +28,12 @@ def _shard_column(shards: int) -> Column:
     if shards <= 1:
         return F.lit(0)
     record_type = F.get_json_object("value", "$.type")
-    request_id = F.coalesce(F.get_json_object("value", "$.request_id"), F.lit(""))
+    # A ledger's requests all reach one shard, so its audit trail lives in one place; requests
+    # without a ledger id are spread by request id.
+    route = F.coalesce(F.concat(F.lit("l:"), F.get_json_object("value", "$.ledger_id")),
+                       F.concat(F.lit("r:"), F.coalesce(F.get_json_object("value", "$.request_id"), F.lit(""))))
     is_request = record_type.isin(*sorted(REQUEST_TYPES))
-    return F.when(is_request, F.array(F.pmod(F.xxhash64(request_id), F.lit(shards)).cast("int"))) \
+    return F.when(is_request, F.array(F.pmod(F.xxhash64(route), F.lit(shards)).cast("int"))) \
         .otherwise(F.sequence(F.lit(0), F.lit(shards - 1)))
 
 
