@@ -185,13 +185,15 @@ class _GroupAnalysis:
         ungrouped = not_primary_known - other_bookies
         self.admitted_total = self.available_primary + len(admitted_secondary)
         self._parts = (frozenset(base), frozenset(admitted_secondary), frozenset(ungrouped))
-        self._levels: dict[int, IsolationExclusion] = {}
+        self._levels: dict[tuple[int, int], IsolationExclusion] = {}
 
     def for_size(self, ensemble_size: int) -> IsolationExclusion:
         level = 0 if self.available_primary >= ensemble_size else (1 if self.admitted_total >= ensemble_size else 2)
-        found = self._levels.get(level)
+        # Keyed by the size too: the explanation names this call's ensemble_size (decisions must not
+        # depend on which request came first).
+        found = self._levels.get((level, ensemble_size))
         if found is None:
-            found = self._levels[level] = self._build(level, ensemble_size)
+            found = self._levels[(level, ensemble_size)] = self._build(level, ensemble_size)
         return found
 
     def _build(self, level: int, ensemble_size: int) -> IsolationExclusion:

@@ -1,6 +1,6 @@
 """Problems found by the state property tests in the placement core (policies/), reproduced through
-the model. They are expected failures until policies/ is fixed; the property tests steer around them
-(see tests/state/strategies.py and test_properties.py)."""
+the model. An open one is an expected failure until policies/ is fixed (the property tests steer around
+it, see tests/state/strategies.py); a fixed one stays here as a regression test."""
 
 import pytest
 
@@ -16,9 +16,8 @@ def test_the_only_bookie_moving_to_another_depth_under_stabilization():
     runner.run(location(1, "a:3181", "/region/r9"))  # check_invariants runs after the step
 
 
-@pytest.mark.xfail(reason="policies: the isolation analysis caches its explanation with the ensemble size "
-                          "of the first call, so explain depends on earlier requests", raises=AssertionError)
 def test_isolation_explanation_names_this_requests_ensemble_size():
+    """Regression: the isolation analysis cached its explanation with the first call's ensemble size."""
     conf = {"ensemblePlacementPolicy": "isolated", "bookkeeperClientIsolationGroups": "g1",
             "bookkeeperClientSecondaryIsolationGroups": "g2"}
     runner = Runner(conf)
