@@ -43,24 +43,36 @@ def _bool(conf: Mapping[str, Any], key: str, default: bool) -> bool:
     raise ValueError(f"{key}: expected a boolean (true or false), got {value!r}")
 
 
-def _int(conf: Mapping[str, Any], key: str, default: int, minimum: int | None = None) -> int:
+def int_key(conf: Mapping[str, Any], key: str, default: int, minimum: int | None = None,
+            maximum: int | None = None) -> int:
+    """An integer key (a Python int or a decimal string); ValueError naming the key otherwise.
+
+    Shared with the engine's model settings (`state.settings`), which read their keys the same way.
+    """
     value = conf.get(key)
     if value is None:
         return default
+    if minimum is None:
+        expected = "an integer"
+    elif maximum is None:
+        expected = f"an integer >= {minimum}"
+    else:
+        expected = f"an integer between {minimum} and {maximum}"
     if isinstance(value, bool):
-        raise ValueError(f"{key}: expected an integer, got {value!r}")
+        raise ValueError(f"{key}: expected {expected}, got {value!r}")
     if isinstance(value, int):
         number = value
     elif isinstance(value, str):
         try:
             number = int(value.strip())
         except ValueError:
-            raise ValueError(f"{key}: expected an integer, got {value!r}") from None
+            raise ValueError(f"{key}: expected {expected}, got {value!r}") from None
     else:
-        raise ValueError(f"{key}: expected an integer, got {value!r}")
-    if minimum is not None and number < minimum:
-        raise ValueError(f"{key}: expected an integer >= {minimum}, got {value!r}")
+        raise ValueError(f"{key}: expected {expected}, got {value!r}")
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        raise ValueError(f"{key}: expected {expected}, got {value!r}")
     return number
+
 
 
 def _str(conf: Mapping[str, Any], key: str, default: str | None) -> str | None:
@@ -157,25 +169,25 @@ class PlacementSettings:
             policy=policy,
             local_node_location=local or None,
             ignore_local_node=_bool(conf, "ignoreLocalNodeInPlacementPolicy", False),
-            min_racks_per_write_quorum=_int(conf, "minNumRacksPerWriteQuorum", 2, minimum=0),
+            min_racks_per_write_quorum=int_key(conf, "minNumRacksPerWriteQuorum", 2, minimum=0),
             enforce_min_racks=_bool(conf, "enforceMinNumRacksPerWriteQuorum", False),
             enforce_min_fault_domains_for_write=_bool(conf, "enforceMinNumFaultDomainsForWrite", False),
-            stabilize_period_s=_int(conf, "networkTopologyStabilizePeriodSeconds", 0, minimum=0),
+            stabilize_period_s=int_key(conf, "networkTopologyStabilizePeriodSeconds", 0, minimum=0),
             random_read_reordering=_bool(conf, "ensembleRandomReadReordering", False),
-            read_reorder_threshold_pending=_int(conf, "readReorderThresholdPendingRequests", 0),
+            read_reorder_threshold_pending=int_key(conf, "readReorderThresholdPendingRequests", 0),
             reorder_read_sequence=_bool(conf, "reorderReadSequenceEnabled", True),
-            failure_history_expiration_ms=_int(conf, "bookieFailureHistoryExpirationMSec", 60000, minimum=0),
+            failure_history_expiration_ms=int_key(conf, "bookieFailureHistoryExpirationMSec", 60000, minimum=0),
             disk_weighted=_bool(conf, "diskWeightBasedPlacementEnabled", False),
-            max_weight_multiple=_int(conf, "bookieMaxMultipleForWeightBasedPlacement", 3),
+            max_weight_multiple=int_key(conf, "bookieMaxMultipleForWeightBasedPlacement", 3),
             regions_to_write=regions,
-            min_regions_for_durability=_int(conf, "reppMinimumRegionsForDurability", 2, minimum=0),
+            min_regions_for_durability=int_key(conf, "reppMinimumRegionsForDurability", 2, minimum=0),
             durability_in_replace=_bool(conf, "reppEnableDurabilityEnforcementInReplace", True),
             disable_durability_feature=_str(conf, "reppDisableDurabilityFeatureName",
                                             "repp_disable_durability_enforcement") or "",
             disallow_region_feature=_str(conf, "reppDisallowBookiePlacementInRegionFeatureName", None) or None,
             region_validation=_bool(conf, "reppEnableValidation", True),
-            min_zones_per_write_quorum=_int(conf, "minNumZonesPerWriteQuorum", 2, minimum=0),
-            desired_zones_per_write_quorum=_int(conf, "desiredNumZonesPerWriteQuorum", 3, minimum=1),
+            min_zones_per_write_quorum=int_key(conf, "minNumZonesPerWriteQuorum", 2, minimum=0),
+            desired_zones_per_write_quorum=int_key(conf, "desiredNumZonesPerWriteQuorum", 3, minimum=1),
             strict_zoneaware=_bool(conf, "enforceStrictZoneawarePlacement", True),
             isolation_groups=isolation,
             secondary_isolation_groups=secondary or (),

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies.settings import PlacementSettings
+from policies.settings import PlacementSettings, int_key
 
 SEED = "engine.seed"
 HISTORY_TTL = "engine.bookieHistoryTtlSeconds"
@@ -35,28 +35,6 @@ MODEL_KEYS: tuple[str, ...] = (SEED, HISTORY_TTL, FLAP_WINDOW, FLAP_THRESHOLD, A
 DEFAULT_FLAP_WINDOW_S = 60
 _MIN_SEED = -(2**63)
 _MAX_SEED = 2**64 - 1
-
-
-def _int(conf: Mapping[str, Any], key: str, default: int, minimum: int, maximum: int | None = None) -> int:
-    """An integer key (a Python int or a decimal string); ValueError naming the key otherwise."""
-    value = conf.get(key)
-    if value is None:
-        return default
-    expected = f"an integer >= {minimum}" if maximum is None else f"an integer between {minimum} and {maximum}"
-    if isinstance(value, bool):
-        raise ValueError(f"{key}: expected {expected}, got {value!r}")
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str):
-        try:
-            number = int(value.strip())
-        except ValueError:
-            raise ValueError(f"{key}: expected {expected}, got {value!r}") from None
-    else:
-        raise ValueError(f"{key}: expected {expected}, got {value!r}")
-    if number < minimum or (maximum is not None and number > maximum):
-        raise ValueError(f"{key}: expected {expected}, got {value!r}")
-    return number
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,12 +72,12 @@ class ModelSettings:
         placement = PlacementSettings.from_conf(conf)
         period = placement.stabilize_period_s
         return cls(
-            seed=_int(conf, SEED, 0, _MIN_SEED, _MAX_SEED),
-            history_ttl_s=_int(conf, HISTORY_TTL, 86400, 0),
-            flap_window_s=_int(conf, FLAP_WINDOW, period if period > 0 else DEFAULT_FLAP_WINDOW_S, 1),
-            flap_threshold=_int(conf, FLAP_THRESHOLD, 3, 1),
-            audit_max_ledgers=_int(conf, AUDIT_MAX_LEDGERS, 100_000, 0),
-            audit_ttl_s=_int(conf, AUDIT_TTL, 604_800, 1),
+            seed=int_key(conf, SEED, 0, _MIN_SEED, _MAX_SEED),
+            history_ttl_s=int_key(conf, HISTORY_TTL, 86400, 0),
+            flap_window_s=int_key(conf, FLAP_WINDOW, period if period > 0 else DEFAULT_FLAP_WINDOW_S, 1),
+            flap_threshold=int_key(conf, FLAP_THRESHOLD, 3, 1),
+            audit_max_ledgers=int_key(conf, AUDIT_MAX_LEDGERS, 100_000, 0),
+            audit_ttl_s=int_key(conf, AUDIT_TTL, 604_800, 1),
             placement=placement,
             conf=dict(conf),
         )
