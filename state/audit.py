@@ -444,8 +444,18 @@ class LedgerAudit:
 
     # -- bounds ------------------------------------------------------------------------------------
 
+    def next_expiry_ms(self) -> int | None:
+        """When the least recently seen ledger falls out of the TTL (None: no ledger, or audit off)."""
+        if not self.entries:
+            return None
+        return next(iter(self.entries.values())).seen_ms + self.ttl_ms
+
     def expire(self, time_ms: int, version: int = 0) -> list[Output]:
-        """Forget ledgers last placed or checked `ttl_ms` or longer ago. Cost: O(1) per forgotten ledger."""
+        """Forget ledgers last placed or checked `ttl_ms` or longer ago. Cost: O(1) per forgotten ledger.
+
+        A forgotten ledger's resolving alert carries the time its TTL ended, not `time_ms`, so it is the
+        same whichever record or idle-cluster tick observes it.
+        """
         produced: list[Output] = []
         horizon = time_ms - self.ttl_ms
         entries = self.entries
@@ -453,8 +463,8 @@ class LedgerAudit:
             oldest = next(iter(entries.values()))
             if oldest.seen_ms > horizon:
                 break
-            produced += self._forget(oldest, time_ms, version, "forgotten: not placed or checked for "
-                                                               f"engine.audit.ttlSeconds={self.ttl_ms // 1000}")
+            produced += self._forget(oldest, oldest.seen_ms + self.ttl_ms, version,
+                                     f"forgotten: not placed or checked for engine.audit.ttlSeconds={self.ttl_ms // 1000}")
         return produced
 
     def _forget(self, entry: AuditEntry, time_ms: int, version: int, reason: str) -> list[Output]:

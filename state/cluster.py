@@ -41,6 +41,7 @@ mapping entry here, so the deferred notification changes no location.
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -162,11 +163,10 @@ class ClusterModel:
     # -- time ------------------------------------------------------------------------------------
 
     def advance(self, time_ms: int) -> bool:
-        """Move the clock to a record's time (never back) and expire what ended by then.
+        """Move the clock to a record's time (never back).
 
-        Expiries at or before the clock are applied: stabilization delays that ended (a request at
-        time t sees every departure whose delay ended at or before t), forgotten bookie history, and
-        finished flap windows. Cost: O(1) plus O(log n) per expiry.
+        Call `expire_due` for the record's time first (`state.step.settle` does, observing each
+        expiry at its own time); whatever is still due at the clock is expired here, unobserved.
 
         Returns:
             True when the record is late (older than the clock); it is then applied at the clock.
@@ -174,15 +174,55 @@ class ClusterModel:
         self.clock_ms, late = effective_time(time_ms, self.clock_ms)
         if late:
             self.late_records += 1
-        # Each expiry counts one version of its own, however many records later it is observed, so
-        # the version does not depend on which records (batch, shard) a model happened to see.
+        self._expire_now()
+        return late
+
+    def next_expiry_ms(self) -> int | None:
+        """When the next timed change falls due, or None when nothing waits.
+
+        Timed changes: a stabilization delay that ends, a departure leaving the flap window, a bookie's
+        history TTL, an audited ledger's TTL. Entries made stale by later events are dropped on the way.
+        Cost: O(1) amortised.
+        """
+        due = []
+        pending = self._pending_heap
+        while pending and self.pending.get(pending[0][1]) != pending[0][2]:
+            heapq.heappop(pending)
+        if pending:
+            due.append(_seconds_to_ms(pending[0][0]))
+        flaps = self._flap_heap
+        while flaps and _flap_entry_is_stale(self.flaps.get(flaps[0][1]), flaps[0][2]):
+            heapq.heappop(flaps)
+        if flaps:
+            due.append(flaps[0][0])
+        history = self._history_heap
+        while history and self.absent_since.get(history[0][1]) != history[0][2]:
+            heapq.heappop(history)
+        if history:
+            due.append(history[0][0])
+        ledger = self.audit.next_expiry_ms()
+        if ledger is not None:
+            due.append(ledger)
+        return min(due) if due else None
+
+    def expire_due(self, time_ms: int) -> list[Output]:
+        """Move the clock to `time_ms` (never back) and apply every timed change due by then.
+
+        Each expiry counts one version of its own, so the version does not depend on which records
+        (batch, shard) a model happened to see. Returns the join-failure alerts a forgotten location
+        causes. Cost: O(log n) per expiry.
+        """
+        self.clock_ms = max(self.clock_ms, time_ms)
+        return self._expire_now()
+
+    def _expire_now(self) -> list[Output]:
         if self._pending_heap:
             self._expire_pending()
-        if self._history_heap and self._history_heap[0][0] <= self.clock_ms:
-            self._expire_history()
         if self._flap_heap and self._flap_heap[0][0] <= self.clock_ms:
             self._expire_flaps()
-        return late
+        if self._history_heap and self._history_heap[0][0] <= self.clock_ms:
+            return self._expire_history()
+        return []
 
     def _expire_pending(self) -> None:
         now_s = self.now_s
@@ -193,24 +233,36 @@ class ClusterModel:
                 del self.pending[bookie]
                 self.version += 1
 
-    def _expire_history(self) -> None:
+    def _expire_history(self) -> list[Output]:
         heap = self._history_heap
+        alerts: list[Output] = []
         while heap and heap[0][0] <= self.clock_ms:
             _, bookie, since = heapq.heappop(heap)
             if self.absent_since.get(bookie) == since:
-                self._forget(bookie)
+                alerts += self._forget(bookie)
+        return alerts
 
     def _expire_flaps(self) -> None:
+        """Departures leave the flap window one by one; a bookie stops flapping below the threshold."""
         heap = self._flap_heap
+        horizon = self.clock_ms - self.settings.flap_window_ms
         while heap and heap[0][0] <= self.clock_ms:
-            _, bookie, last = heapq.heappop(heap)
+            _, bookie, departed = heapq.heappop(heap)
             times = self.flaps.get(bookie)
-            if times and times[-1] == last:
+            if _flap_entry_is_stale(times, departed):
+                continue
+            while times and times[0] <= horizon:
+                times.popleft()
+            if not times:
                 del self.flaps[bookie]
+            if len(times) < self.settings.flap_threshold:
                 self.flapping.discard(bookie)
 
-    def _forget(self, bookie: str) -> None:
-        """History TTL ended for an absent bookie: drop its disk report and its unpinned facts."""
+    def _forget(self, bookie: str) -> list[Output]:
+        """History TTL ended for an absent bookie: drop its disk report and its unpinned facts.
+
+        Returns the join-failure alerts the change of location causes.
+        """
         del self.absent_since[bookie]
         self.lost.discard(bookie)
         self.disk.pop(bookie, None)
@@ -219,8 +271,8 @@ class ClusterModel:
             mapping_changed, rack_changed = self._set_facts(bookie, BookieFacts())
             if mapping_changed or rack_changed:
                 self.version += 1
-                # Join failures this may cause are reported by the next event (shard 0 emits them).
-                self._locations_changed(bookie, mapping_changed, rack_changed, report=False)
+                return self._locations_changed(bookie, mapping_changed, rack_changed)
+        return []
 
     # -- events ----------------------------------------------------------------------------------
 
@@ -606,6 +658,21 @@ class ClusterModel:
         if check is not None:
             check()
         self.audit.check_invariants()
+
+
+def _seconds_to_ms(seconds: float) -> int:
+    """The first whole millisecond m with m / 1000 >= seconds (the model's clock is in ms, delays in s)."""
+    ms = math.ceil(seconds * 1000)
+    while (ms - 1) / 1000 >= seconds:
+        ms -= 1
+    while ms / 1000 < seconds:
+        ms += 1
+    return ms
+
+
+def _flap_entry_is_stale(times: deque[int] | None, departed: int) -> bool:
+    """Whether a flap-heap entry no longer stands for a departure inside some bookie's window."""
+    return not times or departed < times[0]
 
 
 def _rack_entry(facts: BookieFacts) -> dict[str, Any] | None:

@@ -268,9 +268,7 @@ def after_record(model: Any, record: Any, before: tuple[set[str], set[str]] | No
             always emitted: each shard audits the ledgers it placed.
     """
     if before is None:
-        # A request: nothing is observed here. Expiries are observed at the next cluster event,
-        # which every shard sees, so health alerts and their ids do not depend on which shard
-        # answered which request (requests reach one shard only).
+        # A request changes no topology; expiries were observed at their own times (`after_expiry`).
         return []
     touched, improving, wide = changed_bookies(record, before, model)
     time_ms = model.clock_ms
@@ -290,6 +288,26 @@ def after_record(model: Any, record: Any, before: tuple[set[str], set[str]] | No
     return (health if emit_health else []) + ledger
 
 
+def after_expiry(model: Any, *, emit_health: bool = True) -> list[Output]:
+    """Health checks, then ledger re-checks, after the timed changes due at the clock were applied.
+
+    The step calls this once per expiry time (`state.step.settle`), so an ended stabilization delay,
+    a flap window or a ledger's TTL is reported at the time it ended, whether the next record of the
+    cluster or an idle-cluster tick brings the clock there. Every shard sees every expiry; as for
+    events, shard 0 emits the health alerts and each shard its own ledgers' alerts.
+    """
+    time_ms = model.clock_ms
+    health = model.health.observe(model, (), time_ms)
+    settled = model.health.settled
+    if settled:
+        ledger = model.audit.on_topology_change(
+            model, set(settled), time_ms, improving=False, wide=False,
+            trigger=f"stabilization ended for {', '.join(sorted(settled))}")
+    else:
+        ledger = model.audit.expire(time_ms, model.version) if model.audit.entries else []
+    return (health if emit_health else []) + ledger
+
+
 def _is_mixed(model: Any) -> bool:
     """Whether some placed bookie is outside the policy's default location (False without racks)."""
     policy = model.policy
@@ -305,4 +323,4 @@ def _iso_s(seconds: float) -> str:
 
 
 __all__ = ["ALERT_DEFAULT_RACK", "ALERT_DEPARTURE_PENDING", "HEALTH_ALERT_TYPES", "RESOLVED_SUFFIX", "TopologyHealth",
-           "after_record", "changed_bookies"]
+           "after_expiry", "after_record", "changed_bookies"]

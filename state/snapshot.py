@@ -173,7 +173,7 @@ def _rebuild_heaps(model: ClusterModel) -> None:
     ttl = model.settings.history_ttl_ms
     model._history_heap = [(since + ttl, b, since) for b, since in model.absent_since.items()]  # noqa: SLF001
     window = model.settings.flap_window_ms
-    model._flap_heap = [(times[-1] + window, b, times[-1]) for b, times in model.flaps.items() if times]  # noqa: SLF001
+    model._flap_heap = [(t + window, b, t) for b, times in model.flaps.items() for t in times]  # noqa: SLF001
     for heap in (model._pending_heap, model._history_heap, model._flap_heap):  # noqa: SLF001
         heapq.heapify(heap)
 

@@ -6,6 +6,12 @@
   decision with code `INVALID_REQUEST` when the request's cluster and `request_id` could be read).
 * Records are applied in `(time, arrival)` order (`state.ordering`); the cluster clock never goes
   back: a late record is applied at the clock and counted.
+* Timed changes (a stabilization delay or flap window that ends, a bookie's history or a ledger's
+  audit TTL) are applied and reported at their own time (`settle`), before any record of that time
+  or later. A batch may carry a `horizon_ms` instead of records (an idle cluster's tick, the end of a
+  replay): the model is settled up to it, so an idle cluster's expiries are reported without waiting
+  for its next record, with the same outputs the record would have brought. The horizon must not
+  pass a record still to come (the streaming layer uses the event-time watermark).
 * Each request is answered against the model as it stands at its time, with its own generator
   seeded from `(engine.seed, cluster, request_id)` (STYLE R4): answers do not depend on batch
   boundaries or on other clusters.
@@ -33,7 +39,7 @@ from policies import Adherence, NotEnoughBookiesError, PlacementError
 from . import outputs
 from .audit import decision_hint
 from .cluster import ClusterModel
-from .health import after_record
+from .health import after_expiry, after_record
 from .ordering import in_time_order
 from .outputs import Output
 from .settings import ModelSettings
@@ -59,8 +65,25 @@ def request_rng(seed: int, cluster: str, request_id: str) -> random.Random:
     return random.Random(int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big"))
 
 
+def settle(model: ClusterModel, until_ms: int, *, emit_health: bool = True) -> list[Output]:
+    """Apply every timed change due at or before `until_ms`, each at its own time, and report it.
+
+    The clock moves to each expiry time in turn, never to `until_ms` itself, so a record that comes
+    later with a time between the two is not late. Cost: O(log n) per expiry plus its observation.
+    """
+    produced: list[Output] = []
+    while True:
+        due = model.next_expiry_ms()
+        if due is None or due > until_ms:
+            return produced
+        alerts = model.expire_due(due)
+        if emit_health:
+            produced.extend(alerts)
+        produced.extend(after_expiry(model, emit_health=emit_health))
+
+
 def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], settings: ModelSettings,
-         conf: Mapping[str, Any], *, shard: int = 0, shards: int = 1) -> StepResult:
+         conf: Mapping[str, Any], *, shard: int = 0, shards: int = 1, horizon_ms: int | None = None) -> StepResult:
     """Apply one micro-batch of one cluster (or one shard of it).
 
     Args:
@@ -71,6 +94,7 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
         conf: the configuration mapping (a new model's policy is created from it).
         shard: this shard's number, 0 <= shard < shards.
         shards: shards per cluster.
+        horizon_ms: settle the model up to this time after the records (see `settle`); None: no tick.
 
     Returns:
         The updated model and the outputs.
@@ -99,6 +123,7 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
     if records and model is None:
         raise ValueError("cluster: records need a cluster name")
     for record in in_time_order(records):
+        result.extend(settle(model, record.time_ms, emit_health=emit_events))
         model.advance(record.time_ms)
         if record.type in REQUEST_TYPES:
             result.extend(after_record(model, record, None, emit_health=emit_events))
@@ -109,6 +134,8 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
             if emit_events:
                 result.extend(alerts)
             result.extend(after_record(model, record, before, emit_health=emit_events))
+    if horizon_ms is not None and model is not None:
+        result.extend(settle(model, horizon_ms, emit_health=emit_events))
     return StepResult(model, result)
 
 
@@ -202,4 +229,4 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
     return produced
 
 
-__all__ = ["StepResult", "answer", "dead_letter_outputs", "request_rng", "step"]
+__all__ = ["StepResult", "answer", "dead_letter_outputs", "request_rng", "settle", "step"]

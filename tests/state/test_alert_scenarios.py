@@ -9,6 +9,7 @@ from state.outputs import ALERT_DECISION_FAILED, ALERT_FLAPPING, ALERT_NOT_ADHER
 import pytest
 
 from events.model import BookieReplace
+from events.times import format_time
 from state.cluster import ClusterModel
 from tests.state.helpers import CLUSTER, T0, Runner, check, create, feature, location, lost, readonly, writable
 
@@ -146,10 +147,15 @@ def test_departures_spread_wider_than_the_window_do_not_flap_and_an_expired_depa
     assert ALERT_FLAPPING not in seen
     produced = runner.run(lost(200_000, "a:3181"))
     assert types(runner, produced) == [ALERT_DEPARTURE_PENDING]
-    produced = runner.run(writable(231_000, "e:3181", "/e"))    # the 30 s delay has ended
-    assert types(runner, produced) == [ALERT_DEPARTURE_PENDING + RESOLVED, ALERT_LEDGER_NOT_ADHERING]
-    expired, ledger = runner.alerts(produced=produced)
+    produced = runner.run(writable(231_000, "e:3181", "/e"))    # the 30 s delay ended at 230 s
+    # Reported at 230 s, when the delay ended (no fix then: two racks left), then e's join at 231 s
+    # makes a fix possible.
+    assert types(runner, produced) == [ALERT_DEPARTURE_PENDING + RESOLVED, ALERT_LEDGER_NOT_ADHERING,
+                                       ALERT_LEDGER_READHERE]
+    expired, ledger, readhere = runner.alerts(produced=produced)
     assert expired["data"]["outcome"] == "expired" and ledger["subject"] == "ledger/1"
+    assert expired["time"] == ledger["time"] == format_time(T0 + 230_000)
+    assert readhere["time"] == format_time(T0 + 231_000) and readhere["subject"] == "ledger/1"
 
 
 def test_default_rack_with_enforcement_off_and_one_rack_is_silent():
