@@ -14,7 +14,7 @@ rack-aware wrapper forwards them to its stabilized secondary; region-aware to it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from .api import BookieInfo
@@ -181,6 +181,22 @@ class TopologyAwarePolicy:
     def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
                           exclude: Iterable[str], current_ensemble: list[str], *, rng=None):
         raise UnsupportedOperationError(f"the {self.name} policy does not implement replace_to_adhere")
+
+    # -- relaxation fixes (issue 5) --------------------------------------------------------------------
+
+    def is_relaxed(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int,
+                   rule: Mapping[str, Any]) -> bool:
+        """Whether `ensemble` still depends on the relaxation `rule` (an `explain.relaxed` entry of
+        the result that placed it). Policies override it for the rules they emit; unknown rules: False."""
+        return False
+
+    def relaxation_fix(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                       current_ensemble: Sequence[str], rule: Mapping[str, Any], exclude: Iterable[str] = (), *,
+                       rng: Any = None) -> Any:
+        """The fewest replacements that make `current_ensemble` stop depending on `rule`: None when it
+        no longer does (or the rule is unknown), else a `PlacementResult` (empty and FAIL when no fix
+        exists now). Policies override it for the rules they emit."""
+        return None
 
     # -- snapshots ------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ shape costs, not what the number of bookies costs. The flat list is rebuilt lazi
 from __future__ import annotations
 
 import bisect
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 
 from .errors import InvalidLocationError, InvalidTopologyError
@@ -247,6 +248,15 @@ class NetworkTopology:
         if pos < len(flat):
             ranges.append((pos, len(flat)))
         return LeafView(flat, ranges)
+
+    def rack_counts(self, bookies: Iterable[str]) -> dict[str, int]:
+        """rack -> how many of `bookies` are leaves of it (bookies not in the tree are ignored).
+
+        Cost: O(len(bookies)) at C speed (used once per placement call for the candidate counts).
+        """
+        counts = Counter(map(self._rack_of.get, bookies))
+        counts.pop(None, None)
+        return counts  # type: ignore[return-value]
 
     def count_available(self, scope: str, excluded: Iterable[str] = ()) -> int:
         """Leaves under `scope` that are not in `excluded` (`countNumOfAvailableNodes`)."""
