@@ -16,6 +16,7 @@ from typing import Any
 
 from .api import Adherence, BookieInfo, HealthInfo, PlacementResult
 from .errors import NotEnoughBookiesError, UnsupportedOperationError
+from .provenance import failed, unavailable
 from .read_order import add_missing
 from .resolver import LocationResolver, RackInfo
 from .selection import WeightedSelector, lazy_shuffle
@@ -120,20 +121,34 @@ class DefaultPolicy:
             NotEnoughBookiesError: fewer eligible bookies than `ensemble_size`.
         """
         excluded = frozenset(exclude)
-        explain = {"policy": self.name, "fallbacks": [], "excluded": {"caller": sorted(excluded)} if excluded else {}}
+        explain_excluded: dict[str, list[str]] = {"caller": sorted(excluded)} if excluded else {}
+        unavailable(self, explain_excluded)
+        steps: list[dict[str, Any]] = []
+        explain = {"policy": self.name, "steps": steps, "fallbacks": [], "excluded": explain_excluded}
         if ensemble_size <= 0:
             return PlacementResult([], Adherence.FAIL, None, explain)
-        chosen = self._choose(ensemble_size, excluded, rng if rng is not None else random.Random(0))
+        try:
+            chosen = self._choose(ensemble_size, excluded, rng if rng is not None else random.Random(0), steps,
+                                  "ensemble")
+        except NotEnoughBookiesError as exc:
+            failed(exc, explain, f"ensemble_size={ensemble_size} needs {ensemble_size} writable bookies that are not "
+                                 f"excluded; {steps[0]['candidates']} eligible")
+            raise
         return PlacementResult(chosen, Adherence.MEETS_STRICT, None, explain)
 
-    def _choose(self, count: int, excluded: frozenset[str] | set[str], rng: random.Random) -> list[str]:
+    def _choose(self, count: int, excluded: frozenset[str] | set[str], rng: random.Random,
+                steps: list[dict[str, Any]], step: str) -> list[str]:
+        """`count` distinct eligible bookies; records the one selection step (all writable bookies
+        not excluded are the candidates). Cost: O(excluded) for the count, plus the draws."""
         population = self._population()
         chosen: list[str] = []
+        known = self.known
+        eligible = len(population) - sum(1 for b in excluded if b in known)
+        steps.append({"step": step, "scope": "cluster", "candidates": eligible})
+        if eligible < count:
+            steps[-1]["failed"] = True
+            raise self._not_enough(count, eligible, len(excluded))
         if self.settings.disk_weighted:
-            known = self.known
-            eligible = len(population) - sum(1 for b in excluded if b in known)
-            if eligible < count:
-                raise self._not_enough(count, eligible, len(excluded))
             selector = self._selector
             if selector is None:
                 selector = self._selector = WeightedSelector(population, self.weights,
@@ -160,6 +175,7 @@ class DefaultPolicy:
                 if len(chosen) == count:
                     break
         if len(chosen) < count:
+            steps[-1]["failed"] = True
             raise self._not_enough(count, len(chosen), len(excluded))
         return chosen
 
@@ -184,15 +200,23 @@ class DefaultPolicy:
                              f"{current}")
         caller = set(exclude)
         explain_excluded: dict[str, list[str]] = {"caller": sorted(caller)} if caller else {}
+        unavailable(self, explain_excluded)
         if current:
             explain_excluded["ensemble"] = sorted(set(current))
         # BK quirk not reproduced (spec App. A #7): Java adds the ensemble to the caller's set.
         # Differs from Java: the bookie being replaced is excluded even when current_ensemble is empty.
         excluded = caller | set(current) | {bookie_to_replace}
-        candidate = self._choose(1, excluded, rng if rng is not None else random.Random(0))[0]
+        steps: list[dict[str, Any]] = []
+        explain = {"policy": self.name, "steps": steps, "fallbacks": [], "excluded": explain_excluded}
+        try:
+            candidate = self._choose(1, excluded, rng if rng is not None else random.Random(0), steps,
+                                     "replacement")[0]
+        except NotEnoughBookiesError as exc:
+            failed(exc, explain, "the replacement must be a writable bookie outside the ensemble and the "
+                                 "exclusions; none is left")
+            raise
         ensemble = [candidate if b == bookie_to_replace else b for b in current] if current else [candidate]
-        return PlacementResult(ensemble, Adherence.MEETS_STRICT, candidate,
-                               {"policy": self.name, "fallbacks": [], "excluded": explain_excluded})
+        return PlacementResult(ensemble, Adherence.MEETS_STRICT, candidate, explain)
 
     def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str],
                           current_ensemble: Sequence[str], *, rng: random.Random | None = None) -> PlacementResult:
@@ -208,6 +232,17 @@ class DefaultPolicy:
     def are_acked_bookies_adhering(self, acked: Iterable[str], write_quorum: int, ack_quorum: int) -> bool:
         """Always true (the interface default)."""
         return True
+
+    def is_relaxed(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int,
+                   rule: Mapping[str, Any]) -> bool:
+        """The default policy never relaxes a rule: always False."""
+        return False
+
+    def relaxation_fix(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                       current_ensemble: Sequence[str], rule: Mapping[str, Any], exclude: Iterable[str] = (), *,
+                       rng: random.Random | None = None) -> PlacementResult | None:
+        """Nothing to fix (the default policy never relaxes a rule): None."""
+        return None
 
     # -- reads ---------------------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from .base import TopologyAwarePolicy
 from .coverage import NO_CONSTRAINTS, CoverageEnsemble
 from .errors import NotEnoughBookiesError
 from .location import ROOT
+from .provenance import RULE_RACKS, failed, fixed, no_fix, position as position_name, retried, unavailable
 from .read_order import SlowBookieCache, add_missing, reorder_read_sequence
 from .resolver import LocationResolver
 from .rack_weights import RackWeights
@@ -49,6 +50,18 @@ from .topology import NetworkTopology
 Clock = Callable[[], float]
 
 _SCOPE_SELECTOR_CACHE_LIMIT = 256
+
+# `scope` names of the provenance steps (issue 5; policies/provenance.py): built once.
+_SCOPE_CLUSTER = "cluster"
+_SCOPE_LOCAL = "local rack"
+_SCOPE_UNUSED = "racks not used so far"
+_SCOPE_FALLBACK = "cluster (fallback)"
+_SCOPE_RANDOM = "cluster (random, rack rule ignored)"
+_SCOPE_SAME_RACK = "rack of the replaced bookie"
+_SCOPE_UNUSED_BY_ENSEMBLE = "racks unused by the ensemble"
+_STEP_ENSEMBLE = "ensemble"
+_STEP_REPLACEMENT = "replacement"
+_STEP_RELOCATION = "relocation"
 
 
 class Predicate(Protocol):
@@ -77,6 +90,45 @@ def _describe_scope(scope: str) -> str:
         racks = [s for s in scope[1:].split(",") if s]
         return "the cluster outside " + ", ".join(racks) if racks else "an empty scope"
     return scope
+
+
+class _Counted:
+    """Excluded bookies per rack during one placement call, for the candidate counts of its `steps`.
+
+    Built once per call in O(excluded bookies) (at C speed, `NetworkTopology.rack_counts`); a step's
+    count then costs O(racks cut + racks whose bookies are all excluded), not O(bookies).
+    """
+
+    __slots__ = ("per_rack", "total", "full", "ranges")
+
+    def __init__(self, topology: NetworkTopology, ranges: Mapping[str, tuple[int, int]],
+                 exclude: Iterable[str]) -> None:
+        self.ranges = ranges
+        self.per_rack = topology.rack_counts(exclude)
+        self.total = sum(self.per_rack.values())
+        self.full = {rack for rack, n in self.per_rack.items() if rack in ranges
+                     and n >= ranges[rack][1] - ranges[rack][0]}
+
+    def add(self, rack: str | None) -> None:
+        """One more excluded bookie, of `rack` (a pick just recorded)."""
+        if rack is None or rack not in self.ranges:
+            return
+        n = self.per_rack[rack] = self.per_rack.get(rack, 0) + 1
+        self.total += 1
+        start, end = self.ranges[rack]
+        if n >= end - start:
+            self.full.add(rack)
+
+    def outside(self, racks: Iterable[str]) -> tuple[int, int]:
+        """(excluded bookies, racks with every bookie excluded) outside `racks`."""
+        cut = set(racks)
+        per_rack = self.per_rack
+        inside = sum(per_rack.get(rack, 0) for rack in cut)
+        return self.total - inside, sum(1 for rack in self.full if rack not in cut)
+
+    def within(self, rack: str) -> tuple[int, int]:
+        """(excluded bookies, 1 if all are excluded else 0) inside one rack."""
+        return self.per_rack.get(rack, 0), int(rack in self.full)
 
 
 def _differ(current: Sequence[str], proposed: Sequence[str]) -> float:
@@ -399,16 +451,30 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                                           fallbacks)
 
     def _select_from_location(self, scope: str, exclude: set[str], predicate: Predicate | None, ensemble: Any,
-                              fallback_to_random: bool, rng: random.Random, fallbacks: list[str] | None) -> str:
+                              fallback_to_random: bool, rng: random.Random, fallbacks: list[str] | None,
+                              steps: list[dict[str, Any]] | None = None, step: str = "") -> str:
+        """`select_from_network_location` without the clock tick. With `steps`, the caller has recorded
+        the `scope` step last; it is marked failed on a fallback, which gets a step of its own."""
         try:
             return self.select_random_from_rack(scope, exclude, predicate, ensemble, rng)
         except NotEnoughBookiesError:
+            if steps:
+                steps[-1]["failed"] = True
             if not fallback_to_random:
                 raise
         if fallbacks is not None:
             fallbacks.append(f"no eligible bookie in {_describe_scope(scope)} met the placement rule; "
                              "chose a random bookie of the cluster")
-        return self.select_random(1, exclude, predicate, ensemble, rng)[0]
+        if steps is None:
+            return self.select_random(1, exclude, predicate, ensemble, rng)[0]
+        known = self.known
+        steps.append({"step": step, "scope": _SCOPE_RANDOM,
+                      "candidates": len(known) - sum(1 for b in exclude if b in known)})
+        try:
+            return self.select_random(1, exclude, predicate, ensemble, rng)[0]
+        except NotEnoughBookiesError:
+            steps[-1]["failed"] = True
+            raise
 
     def select_from_network_location_excluding_racks(
             self, scope: str | None, exclude_racks: Iterable[str], exclude: set[str],
@@ -428,12 +494,22 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
 
     def _select_excluding_racks(self, scope: str | None, exclude_racks: Iterable[str], exclude: set[str],
                                 predicate: Predicate | None, ensemble: Any, fallback_to_random: bool,
-                                rng: random.Random, fallbacks: list[str] | None) -> str:
+                                rng: random.Random, fallbacks: list[str] | None,
+                                steps: list[dict[str, Any]] | None = None) -> str:
+        """`select_from_network_location_excluding_racks` without the clock tick; with `steps`, one
+        `replacement` step per scope tried (same rack, unused racks, random), counted in O(excluded + racks)."""
         ensemble = NO_CONSTRAINTS if ensemble is None else ensemble
+        per_rack = self.topology.rack_counts(exclude) if steps is not None else None
         if scope is not None:
+            if per_rack is not None:
+                in_rack = len(self.topology.bookies_in(scope)) - per_rack.get(scope, 0)
+                steps.append({"step": _STEP_REPLACEMENT, "scope": _SCOPE_SAME_RACK, "candidates": in_rack,
+                              "racks": int(in_rack > 0)})
             try:
                 return self.select_random_from_rack(scope, exclude, predicate, ensemble, rng)
             except NotEnoughBookiesError:
+                if steps:
+                    steps[-1]["failed"] = True
                 if fallbacks is not None:
                     fallbacks.append(f"no eligible bookie in {_describe_scope(scope)}; "
                                      "chose from racks not used by the ensemble")
@@ -456,9 +532,21 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             def outside(bookie: str) -> bool:
                 return bookie in known
         private = set(exclude)
+        if per_rack is not None:
+            unused = set(racks)
+            eligible = eligible_racks = 0
+            for rack, (start, end) in self._index()[2].items():
+                if rack not in unused:
+                    left = end - start - per_rack.get(rack, 0)
+                    eligible += left
+                    eligible_racks += left > 0
+            steps.append({"step": _STEP_REPLACEMENT, "scope": _SCOPE_UNUSED_BY_ENSEMBLE, "candidates": eligible,
+                          "racks": eligible_racks})
         try:
             return self.select_random_internal(population, 1, private, predicate, ensemble, rng, outside)[0]
         except NotEnoughBookiesError:
+            if steps:
+                steps[-1]["failed"] = True
             if not fallback_to_random:
                 raise NotEnoughBookiesError(
                     f"no eligible bookie outside the racks {', '.join(racks) or '(none)'} "
@@ -466,7 +554,16 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         if fallbacks is not None:
             fallbacks.append("no eligible bookie in a rack unused by the ensemble; chose a random bookie "
                              "of the cluster")
-        return self.select_random(1, exclude, predicate, ensemble, rng)[0]
+        if per_rack is not None:
+            known = self.known
+            steps.append({"step": _STEP_REPLACEMENT, "scope": _SCOPE_RANDOM,
+                          "candidates": len(known) - sum(1 for b in exclude if b in known)})
+        try:
+            return self.select_random(1, exclude, predicate, ensemble, rng)[0]
+        except NotEnoughBookiesError:
+            if steps:
+                steps[-1]["failed"] = True
+            raise
 
     # -- new ensemble (§4) -------------------------------------------------------------------------
 
@@ -475,9 +572,13 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                      rng: random.Random | None = None) -> PlacementResult:
         """A new ensemble (spec §4.2-§4.4). `custom_metadata` is ignored, as in BookKeeper.
 
+        `explain` has `policy`, `steps` (one per position, plus each fallback tried), `fallbacks`,
+        `excluded` and, when a position could not take a rack of its own, `relaxed`.
+
         Raises:
             ValueError: a negative size.
-            NotEnoughBookiesError: the request cannot be met; the message names the constraint.
+            NotEnoughBookiesError: the request cannot be met; the message names the constraint and
+                `.explain` holds the steps reached and the constraint.
         """
         self._tick()
         _check_sizes(ensemble_size, write_quorum, ack_quorum)
@@ -486,11 +587,22 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         excluded = set(exclude)
         explain_excluded: dict[str, list[str]] = {"caller": sorted(excluded)} if excluded else {}
         self._default_rack_exclusion(excluded, explain_excluded)
+        unavailable(self, explain_excluded)
         fallbacks: list[str] = []
-        ensemble, adherence = self._place(ensemble_size, write_quorum, ack_quorum, excluded, None, None, rng,
-                                          fallbacks)
-        return PlacementResult(ensemble, adherence, None,
-                               {"policy": self.name, "fallbacks": fallbacks, "excluded": explain_excluded})
+        steps: list[dict[str, Any]] = []
+        try:
+            ensemble, adherence = self._place(ensemble_size, write_quorum, ack_quorum, excluded, None, None, rng,
+                                              fallbacks, steps)
+        except NotEnoughBookiesError as exc:
+            failed(exc, {"policy": self.name, "steps": steps, "fallbacks": fallbacks, "excluded": explain_excluded})
+            raise
+        explain: dict[str, Any] = {"policy": self.name, "steps": steps, "fallbacks": fallbacks,
+                                   "excluded": explain_excluded}
+        if fallbacks:
+            spanned = len({self._locate(b) for b in ensemble})
+            if spanned < len(ensemble):
+                explain["relaxed"] = [{"rule": RULE_RACKS, "spanned": spanned}]
+        return PlacementResult(ensemble, adherence, None, explain)
 
     def new_ensemble_internal(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
                               exclude: Iterable[str], parent: Any, parent_predicate: Any,
@@ -498,6 +610,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         """The topology-aware extension form (§4.2): no default-rack exclusion; the local coverage
         ensemble gets `parent` / `parent_predicate`. `exclude` is copied (Java converts it to a new set),
         but picks are recorded in `parent` through the coverage ensemble, even when the call fails.
+        No `steps` are recorded (the region-aware caller counts its own).
 
         Raises:
             NotEnoughBookiesError: the ensemble cannot be completed.
@@ -511,19 +624,32 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
 
     def _place(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: set[str],
                parent: Any, parent_predicate: Any, rng: random.Random,
-               fallbacks: list[str]) -> tuple[list[str], Adherence]:
-        """`newEnsembleInternal` (§4.4) on a private exclusion set; returns (ensemble, adherence)."""
+               fallbacks: list[str], steps: list[dict[str, Any]] | None = None) -> tuple[list[str], Adherence]:
+        """`newEnsembleInternal` (§4.4) on a private exclusion set; returns (ensemble, adherence).
+
+        With `steps`, one record per position (and per fallback) is appended; the fast path records
+        its positions from the counts it already has, so the common case costs one small dict per position.
+        """
         min_racks = min(write_quorum, self.settings.min_racks_per_write_quorum)
+        counted: _Counted | None = None
         if (parent is None and parent_predicate is None and ensemble_size >= write_quorum and ensemble_size > 0
                 and self.topology.num_racks >= 2):
+            if steps is not None and exclude:
+                counted = _Counted(self.topology, self._index()[2], exclude)
             if self.settings.disk_weighted:
-                chosen = self._place_fast_weighted(ensemble_size, exclude, rng)
+                chosen = self._place_fast_weighted(ensemble_size, exclude, rng, steps, counted)
             else:
-                chosen = self._place_fast(ensemble_size, exclude, rng)
+                chosen = self._place_fast(ensemble_size, exclude, rng, steps, counted)
             if len(chosen) == ensemble_size:
                 return chosen, self._fast_adherence(chosen, write_quorum, ack_quorum)
         else:
             chosen = []
+        if steps is not None:
+            if counted is None:
+                counted = _Counted(self.topology, self._index()[2], exclude)
+            else:
+                for bookie in chosen:
+                    counted.add(self.topology.rack_of(bookie))
         coverage = CoverageEnsemble(ensemble_size, write_quorum, ack_quorum, min_racks, self._locate,
                                     parent, parent_predicate)
         for bookie in chosen:
@@ -531,13 +657,15 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         racks = [self._locate(b) for b in chosen]
         try:
             return self._place_positions(ensemble_size, write_quorum, coverage, min_racks, exclude, rng, fallbacks,
-                                         len(chosen), racks[:-1], racks[-1] if racks else "")
+                                         len(chosen), racks[:-1], racks[-1] if racks else "", steps, counted)
         except NotEnoughBookiesError as exc:
             # Picks were added to `exclude`; the caller's exclusions are the rest.
             excluded = exclude - set(coverage.chosen)
-            raise NotEnoughBookiesError(self._why_not_enough(ensemble_size, write_quorum, excluded, exc)) from exc
+            message, info = self._why_not_enough(ensemble_size, write_quorum, excluded, exc)
+            raise NotEnoughBookiesError(message, explain=info) from exc
 
-    def _place_fast(self, ensemble_size: int, exclude: set[str], rng: random.Random) -> list[str]:
+    def _place_fast(self, ensemble_size: int, exclude: set[str], rng: random.Random,
+                    steps: list[dict[str, Any]] | None = None, counted: _Counted | None = None) -> list[str]:
         """The common case of §4.4 without coverage bookkeeping: returns the positions placed before the
         first rejected draw (all of them, usually); the general loop continues from there.
 
@@ -548,6 +676,9 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         draw. On a rejection the general loop redraws the same position among the acceptable leaves:
         one uniform draw, then (if rejected) a uniform pick among the acceptable ones, is uniform among
         the acceptable ones, so the outcome distribution is Java's.
+
+        `steps` gets one record per placed position: the scope's size (minus the exclusions counted
+        in `counted`, which holds the exclusions from before the call; None: there were none).
 
         Cost: O(E x racks used) per call, independent of the number of bookies.
         """
@@ -567,10 +698,22 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             return []
         chosen = [bookie]
         exclude.add(bookie)
-        cut = ranges[flat_racks[k]]
+        rack = flat_racks[k]
+        cut = ranges[rack]
         cuts = [cut]
         remaining = len(flat) - (cut[1] - cut[0])
-        for _ in range(1, ensemble_size):
+        record = steps is not None
+        if record:
+            racks_total = len(ranges)
+            if counted is None:
+                steps.append({"step": "position 0", "scope": _SCOPE_CLUSTER if scope == ROOT else _SCOPE_LOCAL,
+                              "candidates": high - low, "racks": racks_total if scope == ROOT else 1})
+            else:
+                ex, full = counted.outside(()) if scope == ROOT else counted.within(scope)
+                steps.append({"step": "position 0", "scope": _SCOPE_CLUSTER if scope == ROOT else _SCOPE_LOCAL,
+                              "candidates": high - low - ex, "racks": (racks_total if scope == ROOT else 1) - full})
+                used = [rack]
+        for p in range(1, ensemble_size):
             if remaining <= 0:
                 break
             k = int(draw() * remaining)
@@ -582,24 +725,41 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             bookie = flat[k]
             if bookie in exclude:
                 break
+            if record:
+                if counted is None:
+                    steps.append({"step": position_name(p), "scope": _SCOPE_UNUSED, "candidates": remaining,
+                                  "racks": racks_total - p})
+                else:
+                    ex, full = counted.outside(used)
+                    steps.append({"step": position_name(p), "scope": _SCOPE_UNUSED, "candidates": remaining - ex,
+                                  "racks": racks_total - p - full})
             chosen.append(bookie)
             exclude.add(bookie)
-            cut = ranges[flat_racks[k]]
+            rack = flat_racks[k]
+            cut = ranges[rack]
             bisect.insort(cuts, cut)
             remaining -= cut[1] - cut[0]
+            if counted is not None:
+                used.append(rack)
         return chosen
 
-    def _place_fast_weighted(self, ensemble_size: int, exclude: set[str], rng: random.Random) -> list[str]:
+    def _place_fast_weighted(self, ensemble_size: int, exclude: set[str], rng: random.Random,
+                             steps: list[dict[str, Any]] | None = None,
+                             counted: _Counted | None = None) -> list[str]:
         """`_place_fast` with disk weights: one draw from each position's scope distribution (the
         cluster, the local rack, or the cluster minus the racks used so far); the general loop takes
         over at the first excluded draw, which again yields the scope distribution conditioned on the
-        acceptable leaves."""
+        acceptable leaves. `steps` and `counted` as for `_place_fast`."""
         sampler = self._sampler()
         scope_name = self._first_scope()
+        ranges = self._index()[2]
         if scope_name == ROOT:
             scope = sampler.scope_excluding(())
-        elif scope_name in self._index()[2]:
+            size, racks_in = len(self.topology), len(ranges)
+        elif scope_name in ranges:
             scope = sampler.scope_rack(scope_name)
+            start, end = ranges[scope_name]
+            size, racks_in = end - start, 1
         else:
             return []
         rack_of = self.topology.rack_of
@@ -609,11 +769,28 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             bookie = sampler._draw(scope, rng)
             if bookie in exclude:
                 break
+            if steps is not None:
+                if counted is None:
+                    ex = full = 0
+                elif chosen:
+                    ex, full = counted.outside(used)
+                else:
+                    ex, full = counted.outside(()) if scope_name == ROOT else counted.within(scope_name)
+                steps.append({"step": position_name(len(chosen)),
+                              "scope": _SCOPE_UNUSED if chosen else (_SCOPE_CLUSTER if scope_name == ROOT
+                                                                     else _SCOPE_LOCAL),
+                              "candidates": size - ex, "racks": racks_in - full})
             chosen.append(bookie)
             exclude.add(bookie)
             if len(chosen) == ensemble_size:
                 break
-            used.append(rack_of(bookie))  # type: ignore[arg-type]
+            rack = rack_of(bookie)
+            used.append(rack)  # type: ignore[arg-type]
+            if len(used) == 1:
+                size, racks_in = len(self.topology), len(ranges)
+            start, end = ranges[rack]  # type: ignore[index]
+            size -= end - start
+            racks_in -= 1
             scope = sampler.scope_excluding(tuple(sorted(used)))
         return chosen
 
@@ -626,24 +803,46 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
 
     def _place_positions(self, ensemble_size: int, write_quorum: int, coverage: CoverageEnsemble,
                          min_racks: int, exclude: set[str], rng: random.Random, fallbacks: list[str],
-                         start: int = 0, avoided: list[str] | None = None,
-                         prev_rack: str = "") -> tuple[list[str], Adherence]:
+                         start: int = 0, avoided: list[str] | None = None, prev_rack: str = "",
+                         steps: list[dict[str, Any]] | None = None,
+                         counted: _Counted | None = None) -> tuple[list[str], Adherence]:
+        """The general loop of §4.4 from position `start`. With `steps` (then `counted` holds every
+        exclusion so far), each position records its scope's candidates, marked failed when no
+        candidate met the rack coverage, followed by the fallback scope it tried."""
         topology = self.topology
         enforce = self.settings.enforce_min_racks
-        if topology.num_racks < 2:
+        record = steps is not None and counted is not None
+        racks_total = topology.num_racks
+        if racks_total < 2:
+            known = self.known
+            eligible = len(known) - sum(1 for b in exclude if b in known) if record else 0
             if enforce and min_racks > 1:
+                if record:
+                    steps.append({"step": _STEP_ENSEMBLE, "scope": _SCOPE_CLUSTER, "candidates": eligible,
+                                  "racks": racks_total, "failed": True})
                 raise NotEnoughBookiesError("fewer than 2 racks")
             fallbacks.append("fewer than 2 racks: random selection")
+            if record:
+                steps.append({"step": _STEP_ENSEMBLE, "scope": _SCOPE_RANDOM, "candidates": eligible,
+                              "racks": racks_total})
             self.select_random(ensemble_size, exclude, None, coverage, rng)
             # BK quirk (spec bookkeeper-rackaware.md §4.4, App. A #3): FAIL even when WQ = 1 or m = 1.
             return coverage.to_list(), Adherence.FAIL
         scope = self._first_scope()
+        ranges = self._index()[2] if record else None
         # Racks avoided since the last reset ("~" scope); None: the scope is not a "~" scope.
         avoid: list[str] | None = list(avoided) if start > 0 and avoided is not None else None
         for position in range(start, ensemble_size):
             if position == 0:
                 leaves = topology.leaves(scope)
                 key: Any = scope
+                if record:
+                    if scope == ROOT:
+                        ex, full = counted.outside(())
+                        where, racks_in = _SCOPE_CLUSTER, racks_total
+                    else:
+                        ex, full = counted.within(scope)
+                        where, racks_in = _SCOPE_LOCAL, int(scope in ranges)
             else:
                 if avoid is None:
                     avoid = [prev_rack]
@@ -651,10 +850,21 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                     avoid.append(prev_rack)
                 leaves = topology.leaves_excluding(avoid)
                 key = tuple(avoid)
+                if record:
+                    ex, full = counted.outside(avoid)
+                    where = _SCOPE_UNUSED
+                    racks_in = racks_total - sum(1 for rack in set(avoid) if rack in ranges)
+            if record:
+                name = position_name(position)
+                steps.append({"step": name, "scope": where, "candidates": len(leaves) - ex,
+                              "racks": racks_in - full})
+                before = len(exclude)
             chosen = self._pick_leaf(key, leaves, exclude, coverage, coverage, rng)
             if chosen is not None:
                 self._record(chosen, exclude, coverage)
             else:
+                if record:
+                    steps[-1]["failed"] = True
                 if position == 0 and scope == ROOT:
                     raise NotEnoughBookiesError("no eligible bookie in the cluster")
                 if position == 0:
@@ -664,8 +874,15 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                     fallbacks.append(f"position {position}: no bookie outside the racks used so far met the "
                                      "rack coverage; chose from the whole cluster")
                 avoid = None
+                if record:
+                    ex, full = counted.outside(())
+                    steps.append({"step": name, "scope": _SCOPE_FALLBACK, "candidates": len(topology) - ex,
+                                  "racks": racks_total - full})
                 chosen = self._select_from_location(ROOT, exclude, coverage, coverage,
-                                                    (not enforce) or position == 0, rng, fallbacks)
+                                                    (not enforce) or position == 0, rng, fallbacks,
+                                                    steps if record else None, name if record else "")
+            if record and len(exclude) > before:
+                counted.add(topology.rack_of(chosen))
             prev_rack = self._locate(chosen)
         result = coverage.to_list()
         if len(result) != ensemble_size:
@@ -673,8 +890,9 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         return result, self.is_ensemble_adhering(result, write_quorum, coverage.ack_quorum)
 
     def _why_not_enough(self, ensemble_size: int, write_quorum: int, exclude: set[str],
-                        cause: Exception) -> str:
-        """A message naming the constraint that failed (computed on the failure path only)."""
+                        cause: Exception) -> tuple[str, dict[str, Any]]:
+        """A message naming the constraint that failed, and the `constraint` / `eligible` entries of the
+        error's explanation (computed on the failure path only)."""
         settings = self.settings
         min_racks = min(write_quorum, settings.min_racks_per_write_quorum)
         eligible = [b for b in self.known_sorted() if b not in exclude]
@@ -683,12 +901,18 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         where = (f"{len(eligible)} eligible bookie(s) (writable, not excluded) in {len(racks)} rack(s)"
                  f"{' (' + shown + ')' if racks else ''} after excluding {len(exclude)} bookie(s)")
         request = f"ensemble_size={ensemble_size}, write_quorum={write_quorum}"
+        info: dict[str, Any] = {"eligible": {"bookies": len(eligible), "racks": len(racks)}}
         if len(eligible) < ensemble_size:
-            return f"cannot place {request}: only {where}; add bookies or exclude fewer"
+            info["constraint"] = (f"ensemble_size={ensemble_size} needs {ensemble_size} eligible bookies; "
+                                  f"{len(eligible)} eligible")
+            return f"cannot place {request}: only {where}; add bookies or exclude fewer", info
         if settings.enforce_min_racks and min_racks > 1:
+            info["constraint"] = (f"minNumRacksPerWriteQuorum={settings.min_racks_per_write_quorum} enforced: each "
+                                  f"write set needs {min_racks} racks; eligible bookies are in {len(racks)} rack(s)")
             return (f"cannot place {request} with minNumRacksPerWriteQuorum={settings.min_racks_per_write_quorum} "
-                    f"enforced: {cause}; {where}; add racks or lower the setting")
-        return f"cannot place {request}: {cause}; {where}"
+                    f"enforced: {cause}; {where}; add racks or lower the setting"), info
+        info["constraint"] = f"rack coverage: {cause}"
+        return f"cannot place {request}: {cause}; {where}", info
 
     # -- replace bookie (§5.1) ---------------------------------------------------------------------
 
@@ -711,12 +935,14 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             raise ValueError(f"bookie_to_replace: {bookie_to_replace} is not a member of current_ensemble "
                              f"{current}")
         fallbacks: list[str] = []
+        steps: list[dict[str, Any]] = []
         explain_excluded: dict[str, list[str]] = {}
         # BK quirk not reproduced (spec App. A #7): Java adds to the caller's set; we work on a copy.
         excluded = set(exclude)
         if excluded:
             explain_excluded["caller"] = sorted(excluded)
         self._default_rack_exclusion(excluded, explain_excluded)
+        unavailable(self, explain_excluded)
         others = [b for b in current if b != bookie_to_replace]
         if others:
             explain_excluded["ensemble"] = sorted(set(others))
@@ -725,23 +951,28 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         replaced_rack = self._locate(bookie_to_replace)
         used_racks = {self._locate(b) for b in others}
         enforce = self.settings.enforce_min_racks
+        explain: dict[str, Any] = {"policy": self.name, "steps": steps, "fallbacks": fallbacks,
+                                   "excluded": explain_excluded}
         try:
             candidate = self._select_excluding_racks(replaced_rack, used_racks, excluded, None, NO_CONSTRAINTS,
-                                                     not enforce, rng, fallbacks)
+                                                     not enforce, rng, fallbacks, steps)
         except NotEnoughBookiesError as exc:
+            constraint = (f"enforceMinNumRacksPerWriteQuorum: the replacement must be in rack {replaced_rack} or in "
+                          "a rack unused by the rest of the ensemble" if enforce else
+                          "the replacement must be a writable bookie outside the ensemble and the exclusions")
             raise NotEnoughBookiesError(
                 f"cannot replace {bookie_to_replace} (rack {replaced_rack}): no eligible bookie in its rack"
                 + (" or in a rack unused by the rest of the ensemble "
                    "(enforceMinNumRacksPerWriteQuorum is on, so no random fallback)" if enforce else
                    " nor anywhere in the cluster")
-                + f" after excluding {len(excluded)} bookie(s); add bookies or exclude fewer") from exc
+                + f" after excluding {len(excluded)} bookie(s); add bookies or exclude fewer",
+                explain={**explain, "constraint": constraint}) from exc
         if current:
             ensemble = [candidate if b == bookie_to_replace else b for b in current]
         else:
             ensemble = [candidate]
         adherence = self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum)
-        return PlacementResult(ensemble, adherence, candidate,
-                               {"policy": self.name, "fallbacks": fallbacks, "excluded": explain_excluded})
+        return PlacementResult(ensemble, adherence, candidate, explain)
 
     # -- replace to adhere (§5.2) ------------------------------------------------------------------
 
@@ -760,7 +991,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         if rng is None:
             rng = random.Random(0)
         current = list(current_ensemble)
-        explain: dict[str, Any] = {"policy": self.name, "fallbacks": [], "excluded": {}}
+        explain: dict[str, Any] = {"policy": self.name, "steps": [], "fallbacks": [], "excluded": {}}
         adherence = self.is_ensemble_adhering(current, write_quorum, ack_quorum)
         if adherence != Adherence.FAIL:
             return PlacementResult(current, adherence, None, explain)
@@ -786,7 +1017,13 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                 explain["excluded"]["default_rack"] = sorted(defaults)
         best: tuple[list[str], Adherence] | None = None
         best_differ = float("inf")
+        known = self.known
+        relocation = {"step": _STEP_RELOCATION, "scope": _SCOPE_CLUSTER,
+                      "candidates": len(known) - sum(1 for b in excluded if b in known), "racks": racks,
+                      "attempts": 0}
+        explain["steps"].append(relocation)
         for start in range(len(current)):
+            relocation["attempts"] += 1
             attempt = self._adhere_attempt(ensemble_size, write_quorum, ack_quorum, excluded, current, start,
                                            min_racks, rng)
             if attempt is None:
@@ -797,6 +1034,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                 if differ == 1:
                     break
         if best is None:
+            relocation["failed"] = True
             explain["fallbacks"].append("no relocation from any start position adheres")
             return PlacementResult([], Adherence.FAIL, None, explain)
         return PlacementResult(best[0], best[1], None, explain)
@@ -866,6 +1104,89 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             if chosen is not None:
                 return chosen
         return None
+
+    # -- relaxation fixes (issue 5) --------------------------------------------------------------------
+
+    def is_relaxed(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int,
+                   rule: Mapping[str, Any]) -> bool:
+        """Whether `ensemble` still depends on the relaxation `rule` (an `explain.relaxed` entry).
+
+        `racks` (a position could not take a rack of its own): two writable members share a rack.
+        Cost: O(E).
+        """
+        if rule.get("rule") != RULE_RACKS:
+            return False
+        known = self.known
+        racks = {known[b] for b in ensemble if b in known}
+        return len(racks) < sum(1 for b in ensemble if b in known)
+
+    def relaxation_fix(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                       current_ensemble: Sequence[str], rule: Mapping[str, Any], exclude: Iterable[str] = (), *,
+                       rng: random.Random | None = None) -> PlacementResult | None:
+        """Spread `current_ensemble` over more racks when racks it does not use have eligible bookies.
+
+        For each such rack (in name order) one member that shares its rack with an earlier member
+        moves there (a uniformly chosen eligible bookie of the rack), provided the adherence does not
+        get worse; a rack rule is never traded away (`exclude`, the other members and, under
+        enforcement, the default rack are never chosen). Cost: O(racks x E x WQ).
+
+        Returns:
+            None when the members already use distinct racks (or `rule` is not `racks`); the spread
+            ensemble with `explain.replaced`; or an empty FAIL result saying why nothing can move now.
+        """
+        if not self.is_relaxed(current_ensemble, write_quorum, ack_quorum, rule):
+            return None
+        return self._spread_racks(write_quorum, ack_quorum, current_ensemble, tuple(exclude), frozenset(), rng)
+
+    def _spread_racks(self, write_quorum: int, ack_quorum: int, current_ensemble: Sequence[str],
+                      exclude: tuple[str, ...], never: frozenset[str] | set[str],
+                      rng: random.Random | None) -> PlacementResult:
+        """`relaxation_fix` of the `racks` rule; `never` are bookies the caller's rules forbid too."""
+        rng = rng if rng is not None else random.Random(0)
+        current = list(current_ensemble)
+        avoid = set(exclude)
+        avoid.update(current)
+        avoid.update(never)
+        topology = self.topology
+        known = self.known
+        default = self.default_location if self.settings.enforce_min_racks else None
+        located = [known.get(b) for b in current]
+        used = {rack for rack in located if rack is not None}
+        spare: list[tuple[str, list[str]]] = []
+        for rack in topology.racks():
+            if rack in used or rack == default:
+                continue
+            members = [b for b in topology.bookies_in(rack) if b not in avoid and b in known]
+            if members:
+                spare.append((rack, members))
+        if not spare:
+            return no_fix(self.name, "no rack unused by the ensemble has an eligible bookie")
+        seen: set[str] = set()
+        movable: list[int] = []
+        for position, rack in enumerate(located):
+            if rack is None:
+                continue
+            if rack in seen:
+                movable.append(position)
+            else:
+                seen.add(rack)
+        adherence = self.is_ensemble_adhering(current, write_quorum, ack_quorum)
+        replaced: dict[str, str] = {}
+        for rack, members in spare:
+            for position in movable:
+                trial = list(current)
+                trial[position] = pick_uniform(rng, members)  # type: ignore[assignment]
+                spread = self.is_ensemble_adhering(trial, write_quorum, ack_quorum)
+                if spread >= adherence:
+                    current, adherence = trial, spread
+                    replaced[str(position)] = trial[position]
+                    movable.remove(position)
+                    break
+            if not movable:
+                break
+        if not replaced:
+            return no_fix(self.name, "moving a member to an unused rack would break the rack rule")
+        return fixed(self.name, current, adherence, replaced, exclude)
 
     # -- adherence (§6) --------------------------------------------------------------------------------
 
@@ -1083,7 +1404,7 @@ class RackawarePolicy(RackawarePolicyImpl):
             first_error = exc
         result = self._on_secondary(first_error, self.secondary.new_ensemble, ensemble_size, write_quorum,
                                     ack_quorum, custom_metadata, exclude, rng=rng)
-        return _with_retry_note(result, self._RETRIED)
+        return self._retried(first_error, result)
 
     def replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
                        custom_metadata: Mapping[str, bytes] | None, current_ensemble: Sequence[str],
@@ -1100,7 +1421,7 @@ class RackawarePolicy(RackawarePolicyImpl):
         result = self._on_secondary(first_error, self.secondary.replace_bookie, ensemble_size, write_quorum,
                                     ack_quorum, custom_metadata, current_ensemble, bookie_to_replace, exclude,
                                     rng=rng)
-        return _with_retry_note(result, self._RETRIED)
+        return self._retried(first_error, result)
 
     def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str],
                           current_ensemble: Sequence[str], *, rng: random.Random | None = None) -> PlacementResult:
@@ -1165,14 +1486,26 @@ class RackawarePolicy(RackawarePolicyImpl):
                                   scope, exclude_racks, exclude, predicate, ensemble, fallback_to_random, rng,
                                   fallbacks=fallbacks)
 
-    @staticmethod
-    def _on_secondary(first_error: NotEnoughBookiesError, method: Callable[..., Any], *args: Any,
+    def _retried(self, first_error: NotEnoughBookiesError, result: PlacementResult) -> PlacementResult:
+        """A result found on the stabilized topology: both attempts' steps, the retry noted last."""
+        if not first_error.explain:
+            return _with_retry_note(result, self._RETRIED)
+        explain = retried(first_error.explain, result.explain, self._RETRIED, self._secondary_size())
+        return PlacementResult(result.ensemble, result.adherence, result.bookie, explain)
+
+    def _secondary_size(self) -> int:
+        return len(self.secondary.topology) if self.secondary is not None else 0
+
+    def _on_secondary(self, first_error: NotEnoughBookiesError, method: Callable[..., Any], *args: Any,
                       **kwargs: Any) -> Any:
         try:
             return method(*args, **kwargs)
         except NotEnoughBookiesError as exc:
+            explain = (retried(first_error.explain, exc.explain, self._RETRIED, self._secondary_size(),
+                               failed_too=True) if first_error.explain else {})
             raise NotEnoughBookiesError(f"{first_error}; also not possible on the stabilized topology "
-                                        f"(departed bookies kept for the stabilization period): {exc}") from exc
+                                        f"(departed bookies kept for the stabilization period): {exc}",
+                                        explain=explain) from exc
 
     # -- snapshots ------------------------------------------------------------------------------------
 
