@@ -34,6 +34,7 @@ from typing import Any
 
 from .api import PlacementResult
 from .errors import NotEnoughBookiesError, PlacementError
+from .provenance import RULE_ISOLATION, failed, fixed, no_fix
 from .rackaware import Clock, RackawarePolicy
 from .resolver import LocationResolver, RackInfo
 from .settings import ISOLATION_POLICY_CLASS, PlacementSettings
@@ -142,13 +143,28 @@ def is_valid_bookie_id(bookie: str) -> bool:
 # -- the excluded set (spec §4.5) --------------------------------------------------------------------
 
 
+#: What each level admits (the `scope` of the isolation step, the `admitted` of the relaxed rule).
+ADMITTED = ("primary", "secondary", "ungrouped")
+
+
 @dataclass(frozen=True, slots=True)
 class IsolationExclusion:
-    """Bookies one call may not use, and why more bookies than the primary groups were admitted."""
+    """Bookies one call may not use, and why more bookies than the primary groups were admitted.
+
+    Attributes:
+        level: 0 primary groups only, 1 secondary groups admitted too, 2 ungrouped bookies admitted too.
+        counts: the isolation step's counts, `(name, value)` pairs (built once per analysis level).
+    """
 
     excluded: frozenset[str]
     excluded_sorted: tuple[str, ...]
     fallbacks: tuple[str, ...]
+    level: int = 0
+    counts: tuple[tuple[str, int], ...] = ()
+
+    def step(self) -> dict[str, Any]:
+        """The `steps` record of the group filtering (issue 5)."""
+        return {"step": "isolation groups", "scope": "+".join(ADMITTED[:self.level + 1]), **dict(self.counts)}
 
 
 _NO_EXCLUSION = IsolationExclusion(frozenset(), (), ())
@@ -161,7 +177,7 @@ class _GroupAnalysis:
     primary only; primary + secondary; primary + secondary + writable bookies in no group.
     """
 
-    __slots__ = ("primary", "secondary", "available_primary", "admitted_total", "_levels", "_parts")
+    __slots__ = ("primary", "secondary", "available_primary", "admitted_total", "_levels", "_parts", "_known")
 
     def __init__(self, primary: frozenset[str], secondary: frozenset[str], members: Mapping[str, Sequence[str]],
                  known: Iterable[str]) -> None:
@@ -185,6 +201,7 @@ class _GroupAnalysis:
         ungrouped = not_primary_known - other_bookies
         self.admitted_total = self.available_primary + len(admitted_secondary)
         self._parts = (frozenset(base), frozenset(admitted_secondary), frozenset(ungrouped))
+        self._known = known_set
         self._levels: dict[tuple[int, int], IsolationExclusion] = {}
 
     def for_size(self, ensemble_size: int) -> IsolationExclusion:
@@ -213,7 +230,13 @@ class _GroupAnalysis:
             notes.append(f"primary and secondary isolation groups have {self.admitted_total} bookie(s), "
                          f"fewer than ensemble_size={ensemble_size}: admitted {len(ungrouped)} writable "
                          "bookie(s) that belong to no isolation group")
-        return IsolationExclusion(excluded, tuple(sorted(excluded)), tuple(notes))
+        # Counts of the isolation step: candidates are the writable bookies the groups admit.
+        known = self._known
+        counts = (("candidates", len(known) - len(excluded & known)), ("primary", self.available_primary),
+                  ("secondary", len(admitted_secondary & known)), ("ungrouped", len(ungrouped)),
+                  ("excluded", len(excluded & known)))
+        # A level whose notes are empty admitted nothing more than the primary groups (no secondary group).
+        return IsolationExclusion(excluded, tuple(sorted(excluded)), tuple(notes), level if notes else 0, counts)
 
 
 # -- the policy ---------------------------------------------------------------------------------------
@@ -234,6 +257,7 @@ class IsolatedPolicy(RackawarePolicy):
     def __init__(self, settings: PlacementSettings, resolver: LocationResolver, clock: Clock,
                  features: MutableMapping[str, int]) -> None:
         self._analyses: dict[tuple[frozenset[str], frozenset[str]], _GroupAnalysis] = {}
+        self._primary_sets: dict[frozenset[str], frozenset[str]] = {}   # primary groups -> their bookies
         super().__init__(settings, resolver, clock, features)
         self.isolation_enabled = settings.isolation_groups is not None
         self.default_groups = IsolationGroups(frozenset(settings.isolation_groups or ()),
@@ -244,16 +268,19 @@ class IsolatedPolicy(RackawarePolicy):
     def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
         dead = super().on_cluster_changed(writable, readonly)
         self._analyses = {}
+        self._primary_sets = {}
         return dead
 
     def update_rack_info(self, rack_info: RackInfo) -> None:
         """Replace rack info (locations and group membership)."""
         super().update_rack_info(rack_info)
         self._analyses = {}
+        self._primary_sets = {}
 
     def import_state(self, state: Mapping[str, Any]) -> None:
         super().import_state(state)
         self._analyses = {}
+        self._primary_sets = {}
 
     # -- the exclusion ------------------------------------------------------------------------------
 
@@ -269,6 +296,15 @@ class IsolatedPolicy(RackawarePolicy):
         """
         if ANY_GROUP in groups.primary:
             return _NO_EXCLUSION
+        analysis = self._analysis(groups)
+        return _NO_EXCLUSION if analysis is None else analysis.for_size(ensemble_size)
+
+    def _analysis(self, groups: IsolationGroups) -> _GroupAnalysis | None:
+        """The cached §4.5 analysis of a (primary, secondary) pair; None when rack info has no groups.
+
+        Raises:
+            IsolationGroupError: as `isolation_exclusion`.
+        """
         key = (groups.primary, groups.secondary)
         analysis = self._analyses.get(key)
         if analysis is None:
@@ -277,12 +313,12 @@ class IsolatedPolicy(RackawarePolicy):
             if not members:
                 # Pulsar: no groups in rack info -> nothing excluded. Reached only when no group is
                 # named (otherwise `_check` refused), so every bookie is ungrouped and eligible anyway.
-                return _NO_EXCLUSION
+                return None
             analysis = _GroupAnalysis(groups.primary, groups.secondary, members, self.known)
             if len(self._analyses) >= _CACHE_LIMIT:
                 self._analyses = {}
             self._analyses[key] = analysis
-        return analysis.for_size(ensemble_size)
+        return analysis
 
     @staticmethod
     def _check(groups: IsolationGroups, members: Mapping[str, Sequence[str]]) -> None:
@@ -304,22 +340,44 @@ class IsolatedPolicy(RackawarePolicy):
                     "isolation cannot be applied; fix the rack info (bookie ids are host:port)")
 
     def _prepare(self, ensemble_size: int, custom_metadata: Mapping[str, Any] | None,
-                 exclude: Iterable[str]) -> tuple[set[str], set[str] | frozenset[str], IsolationGroups | None,
-                                                  IsolationExclusion]:
+                 exclude: Iterable[str], groups: IsolationGroups | None = None,
+                 ) -> tuple[set[str], set[str] | frozenset[str], IsolationGroups | None, IsolationExclusion]:
         caller = set(exclude)
         if not self.isolation_enabled:
             return caller, caller, None, _NO_EXCLUSION
-        groups = self.groups_for(custom_metadata)
-        isolation = self.isolation_exclusion(ensemble_size, groups)
+        try:
+            if groups is None:
+                groups = self.groups_for(custom_metadata)
+            isolation = self.isolation_exclusion(ensemble_size, groups)
+        except IsolationGroupError as exc:
+            explain: dict[str, Any] = {"policy": self.name, "steps": [], "fallbacks": [],
+                                       "excluded": {"caller": sorted(caller)} if caller else {}}
+            if groups is not None:
+                explain["isolation"] = {"primary": sorted(groups.primary), "secondary": sorted(groups.secondary),
+                                        "source": groups.source}
+            failed(exc, explain, "isolation groups must exist in rack info and list valid bookie ids")
+            raise
         if not isolation.excluded:
             combined: set[str] | frozenset[str] = caller
         else:
             combined = caller | isolation.excluded if caller else isolation.excluded
         return caller, combined, groups, isolation
 
+    def _isolation_step(self, isolation: IsolationExclusion) -> dict[str, Any]:
+        if isolation.counts:
+            return isolation.step()
+        return {"step": "isolation groups", "scope": "all bookies", "candidates": len(self.known)}
+
     def _explain(self, result: PlacementResult, caller: set[str], groups: IsolationGroups | None,
                  isolation: IsolationExclusion) -> PlacementResult:
-        explain = dict(result.explain)
+        return PlacementResult(result.ensemble, result.adherence, result.bookie,
+                               self._explained(result.explain, caller, groups, isolation))
+
+    def _explained(self, inner: Mapping[str, Any], caller: set[str], groups: IsolationGroups | None,
+                   isolation: IsolationExclusion) -> dict[str, Any]:
+        """The rack-aware explanation with the isolation step first, the isolation exclusion named
+        apart from the caller's, the groups, and the isolation fallbacks (and rule) first."""
+        explain = dict(inner)
         explain["policy"] = self.name
         excluded = dict(explain.get("excluded", {}))
         if caller:
@@ -335,20 +393,35 @@ class IsolatedPolicy(RackawarePolicy):
                 notes.insert(0, groups.note)
             explain["isolation"] = {"primary": sorted(groups.primary), "secondary": sorted(groups.secondary),
                                     "source": groups.source}
+            explain["steps"] = [self._isolation_step(isolation), *explain.get("steps", ())]
+            # Every rule names the ledger's groups: a later fix must stay inside them.
+            named = {"primary": sorted(groups.primary), "secondary": sorted(groups.secondary)}
+            rules = [{**rule, **named} for rule in explain.get("relaxed", ())]
+            if isolation.level:
+                rules.insert(0, {"rule": RULE_ISOLATION, "admitted": ADMITTED[isolation.level], **named})
+            if rules:
+                explain["relaxed"] = rules
         explain["fallbacks"] = notes + list(explain.get("fallbacks", ()))
-        return PlacementResult(result.ensemble, result.adherence, result.bookie, explain)
+        return explain
 
     def _not_enough(self, exc: NotEnoughBookiesError, groups: IsolationGroups | None,
-                    combined: set[str] | frozenset[str]) -> NotEnoughBookiesError:
+                    combined: set[str] | frozenset[str], caller: set[str],
+                    isolation: IsolationExclusion) -> NotEnoughBookiesError:
         if groups is None:
             return exc
         eligible = sum(1 for b in self.known if b not in combined)
         primary = ", ".join(sorted(groups.primary)) or "(none)"
         secondary = ", ".join(sorted(groups.secondary)) or "(none)"
+        explain = self._explained(exc.explain or {"policy": self.name, "steps": [], "fallbacks": [], "excluded": {}},
+                                  caller, groups, isolation)
+        explain.pop("relaxed", None)
+        explain["constraint"] = (f"isolation groups (primary [{primary}], secondary [{secondary}], admitted: "
+                                 f"{ADMITTED[isolation.level]}) allow {eligible} writable bookie(s) not excluded by "
+                                 f"the caller; {exc.explain.get('constraint') or exc}")
         return NotEnoughBookiesError(
             f"{exc} [isolation groups from {groups.source}: primary [{primary}], secondary [{secondary}] "
             f"allow {eligible} writable bookie(s) not excluded by the caller; add bookies to these groups or "
-            "name more secondary groups]")
+            "name more secondary groups]", explain=explain)
 
     # -- placement -------------------------------------------------------------------------------------
 
@@ -356,6 +429,10 @@ class IsolatedPolicy(RackawarePolicy):
                      custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] = (), *,
                      rng: random.Random | None = None) -> PlacementResult:
         """Rack-aware `new_ensemble` among the bookies the isolation groups allow (spec §4.5-§4.7).
+
+        `explain.steps` starts with the group filtering (`isolation groups`: candidates admitted, the
+        primary / secondary / ungrouped counts, the bookies excluded); `explain.relaxed` names the
+        secondary or ungrouped admission when it happened.
 
         Raises:
             IsolationGroupError: the groups cannot be applied (see the module docstring).
@@ -366,7 +443,7 @@ class IsolatedPolicy(RackawarePolicy):
             result = super().new_ensemble(ensemble_size, write_quorum, ack_quorum, custom_metadata, combined,
                                           rng=rng)
         except NotEnoughBookiesError as exc:
-            raise self._not_enough(exc, groups, combined) from exc
+            raise self._not_enough(exc, groups, combined, caller, isolation) from exc
         return self._explain(result, caller, groups, isolation)
 
     def replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
@@ -382,10 +459,102 @@ class IsolatedPolicy(RackawarePolicy):
             IsolationGroupError: the groups cannot be applied.
             NotEnoughBookiesError: no allowed bookie can replace it.
         """
-        caller, combined, groups, isolation = self._prepare(ensemble_size, custom_metadata, exclude)
+        return self._replace(ensemble_size, write_quorum, ack_quorum, custom_metadata, current_ensemble,
+                             bookie_to_replace, exclude, rng, None)
+
+    def _replace(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                 custom_metadata: Mapping[str, bytes] | None, current_ensemble: Sequence[str],
+                 bookie_to_replace: str, exclude: Iterable[str], rng: random.Random | None,
+                 groups: IsolationGroups | None) -> PlacementResult:
+        caller, combined, groups, isolation = self._prepare(ensemble_size, custom_metadata, exclude, groups)
         try:
             result = super().replace_bookie(ensemble_size, write_quorum, ack_quorum, custom_metadata,
                                             current_ensemble, bookie_to_replace, combined, rng=rng)
         except NotEnoughBookiesError as exc:
-            raise self._not_enough(exc, groups, combined) from exc
+            raise self._not_enough(exc, groups, combined, caller, isolation) from exc
         return self._explain(result, caller, groups, isolation)
+
+    # -- relaxation fixes (issue 5) --------------------------------------------------------------------
+
+    @staticmethod
+    def _rule_groups(rule: Mapping[str, Any]) -> IsolationGroups:
+        return IsolationGroups(frozenset(rule.get("primary", ())), frozenset(rule.get("secondary", ())), "ledger")
+
+    def is_relaxed(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int,
+                   rule: Mapping[str, Any]) -> bool:
+        """Whether `ensemble` still depends on the relaxation `rule` (an `explain.relaxed` entry).
+
+        Isolation: some member is outside the primary groups (rack info now). Other rules: as the
+        rack-aware policy. Cost: O(E) (the group analysis is cached).
+        """
+        if rule.get("rule") != RULE_ISOLATION:
+            return super().is_relaxed(ensemble, write_quorum, ack_quorum, rule)
+        if not self.isolation_enabled:
+            return False
+        groups = frozenset(rule.get("primary", ()))
+        primary = self._primary_sets.get(groups)
+        if primary is None:
+            # Groups that no longer exist have no members (a vanished secondary group is no error here).
+            members = self.resolver.group_members()
+            primary = frozenset(b for group in sorted(groups) for b in members.get(group, ()))
+            if len(self._primary_sets) >= _CACHE_LIMIT:
+                self._primary_sets = {}
+            self._primary_sets[groups] = primary
+        return any(member not in primary for member in ensemble)
+
+    def relaxation_fix(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                       current_ensemble: Sequence[str], rule: Mapping[str, Any], exclude: Iterable[str] = (), *,
+                       rng: random.Random | None = None) -> PlacementResult | None:
+        """The fewest replacements that stop `current_ensemble` depending on the relaxation `rule`.
+
+        Isolation: when the groups now admit fewer kinds of bookies for `ensemble_size` than when the
+        ledger was placed (the primary groups have enough writable bookies again, or primary +
+        secondary do), every member the groups no longer admit is replaced, in position order, by
+        `replace_bookie` under the same groups. Other rules: as the rack-aware policy, inside the groups.
+
+        Returns:
+            None when the ensemble no longer depends on the rule; the fixed ensemble (with its adherence
+            and `explain.replaced`); or an empty FAIL result whose `explain.fallbacks` say why no fix
+            exists now.
+        """
+        if rule.get("rule") != RULE_ISOLATION:
+            if not self.isolation_enabled or "primary" not in rule:
+                return super().relaxation_fix(ensemble_size, write_quorum, ack_quorum, current_ensemble, rule,
+                                              exclude, rng=rng)
+            try:
+                outside = self.isolation_exclusion(ensemble_size, self._rule_groups(rule)).excluded
+            except IsolationGroupError as exc:
+                return no_fix(self.name, str(exc))
+            if not self.is_relaxed(current_ensemble, write_quorum, ack_quorum, rule):
+                return None
+            return self._spread_racks(write_quorum, ack_quorum, current_ensemble, tuple(exclude), outside, rng)
+        if not self.is_relaxed(current_ensemble, write_quorum, ack_quorum, rule):
+            return None
+        rng = rng if rng is not None else random.Random(0)
+        groups = self._rule_groups(rule)
+        placed_level = ADMITTED.index(rule.get("admitted", ADMITTED[-1])) if rule.get("admitted") in ADMITTED else 2
+        try:
+            isolation = self.isolation_exclusion(ensemble_size, groups)
+        except IsolationGroupError as exc:
+            return no_fix(self.name, str(exc))
+        if isolation.level >= placed_level:
+            return no_fix(self.name, f"the isolation groups still need {ADMITTED[isolation.level]} bookies for "
+                                      f"ensemble_size={ensemble_size}")
+        current = list(current_ensemble)
+        avoid = tuple(exclude)
+        replaced: dict[str, str] = {}
+        for position, member in enumerate(current_ensemble):
+            if member not in isolation.excluded:
+                continue
+            try:
+                placed = self._replace(ensemble_size, write_quorum, ack_quorum, None, current, member, avoid, rng,
+                                       groups)
+            except (NotEnoughBookiesError, IsolationGroupError) as exc:
+                return no_fix(self.name, f"no bookie of the admitted groups can replace {member}: {exc}")
+            current = list(placed.ensemble)
+            replaced[str(position)] = current[position]
+        if not replaced:
+            return None
+        return fixed(self.name, current, self.is_ensemble_adhering(current, write_quorum, ack_quorum), replaced,
+                     avoid, isolation.fallbacks)
+

@@ -32,6 +32,7 @@ from .base import Clock, TopologyAwarePolicy, add_missing_indices
 from .coverage import CoverageEnsemble
 from .errors import InvalidLocationError, NotEnoughBookiesError
 from .location import DEFAULT_REGION_AND_RACK, UNKNOWN_REGION
+from .provenance import RULE_REGIONS, failed, fixed, no_fix, unavailable
 from .rackaware import RackawarePolicy
 from .resolver import LocationResolver
 from .selection import WeightedSelector, pick_uniform
@@ -296,11 +297,27 @@ class RegionawarePolicy(TopologyAwarePolicy):
             default_rack = self.topology.bookies_in(self.default_location)
             if default_rack:
                 excluded.update(default_rack)
-                explain["excluded"]["default rack (enforceMinNumRacksPerWriteQuorum)"] = list(default_rack)
+                explain["excluded"]["default_rack"] = list(default_rack)
+        unavailable(self, explain["excluded"])
         return excluded
 
+    def _region_candidates(self, region: str, excluded_per_region: Mapping[str, int]) -> tuple[int, int]:
+        """(eligible bookies, racks) of one region for the `steps` (excluded bookies counted per region)."""
+        sub = self.sub_policies[region]
+        return len(sub.known) - excluded_per_region.get(region, 0), sub.topology.num_racks
+
+    def _excluded_per_region(self, excluded: Iterable[str]) -> dict[str, int]:
+        """region -> excluded known bookies in it. Cost: O(excluded), once per call."""
+        counts: dict[str, int] = {}
+        region_of = self.region_of
+        for bookie in excluded:
+            region = region_of.get(bookie)
+            if region is not None:
+                counts[region] = counts.get(region, 0) + 1
+        return counts
+
     def _new_explain(self, durability_disabled: bool) -> dict[str, Any]:
-        explain: dict[str, Any] = {"policy": POLICY_NAME, "fallbacks": [], "excluded": {}}
+        explain: dict[str, Any] = {"policy": POLICY_NAME, "steps": [], "fallbacks": [], "excluded": {}}
         if durability_disabled:
             explain["fallbacks"].append(f"durability disabled by feature {self.settings.disable_durability_feature}: "
                                         "one region is enough")
@@ -310,6 +327,9 @@ class RegionawarePolicy(TopologyAwarePolicy):
         disallowed = self.disallowed_regions()
         if disallowed:
             explain["disallowed_regions"] = disallowed
+            off = [b for region in disallowed for b in self.sub_policies[region].known_sorted()]
+            if off:
+                explain["excluded"]["disallowed_region"] = sorted(off)
         return disallowed
 
     def new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
@@ -330,48 +350,91 @@ class RegionawarePolicy(TopologyAwarePolicy):
         min_regions = 1 if disabled else self.min_regions
         self.validate_quorums(ensemble_size, write_quorum, ack_quorum, min_regions)
         explain = self._new_explain(disabled and self.min_regions > 0)
+        try:
+            return self._new_ensemble(ensemble_size, write_quorum, ack_quorum, min_regions, exclude, explain, rng)
+        except NotEnoughBookiesError as exc:
+            failed(exc, explain)
+            raise
+
+    def _new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
+                      exclude: Iterable[str], explain: dict[str, Any], rng: random.Random) -> PlacementResult:
         excluded = self._exclusion(exclude, explain)
         available = self.available_regions(self._note_disallowed(explain))
         explain["regions_available"] = available
+        per_region = self._excluded_per_region(excluded)
+        steps = explain["steps"]
+        steps.append({"step": "regions", "scope": "available regions",
+                      "candidates": sum(self._region_candidates(r, per_region)[0] for r in available),
+                      "regions": len(available)})
 
         if not available:
             reason = "every region is disallowed or empty" if self.sub_policies else "no region information"
             explain["fallbacks"].append(f"0 regions available ({reason}): random selection")
-            chosen = self._select_random(self.topology.leaves(), ensemble_size, excluded, None, None, rng)
+            leaves = self.topology.leaves()
+            steps[-1]["failed"] = True
+            steps.append({"step": "ensemble", "scope": "cluster (random)",
+                          "candidates": len(leaves) - sum(per_region.values())})
+            chosen = self._select_random(leaves, ensemble_size, excluded, None, None, rng)
             if len(chosen) < ensemble_size:
+                steps[-1]["failed"] = True
                 raise NotEnoughBookiesError(
                     f"cannot place ensemble_size={ensemble_size}: no region is available and only {len(chosen)} "
-                    f"known bookies remain after excluding {len(excluded)}; add bookies or re-allow a region")
-            return self._result(chosen, write_quorum, ack_quorum, explain)
+                    f"known bookies remain after excluding {len(excluded)}; add bookies or re-allow a region",
+                    explain={"constraint": f"ensemble_size={ensemble_size} needs {ensemble_size} eligible bookies "
+                                           f"(no region available); {len(chosen)} eligible"})
+            return self._relaxed(self._result(chosen, write_quorum, ack_quorum, explain), True)
 
         if len(available) == 1:
             region = available[0]
             explain["fallbacks"].append(f"single region: rack-aware placement in {region}")
             coverage = self._region_coverage(ensemble_size, write_quorum, ack_quorum, min_regions)
+            candidates, racks = self._region_candidates(region, per_region)
+            steps.append({"step": f"region {region}", "scope": f"{ensemble_size} bookie(s)", "candidates": candidates,
+                          "racks": racks})
             try:
                 placed, _ = self._place_in_region(self.sub_policies[region], ensemble_size, write_quorum,
                                                   excluded, coverage, rng)
             except NotEnoughBookiesError as exc:
+                steps[-1]["failed"] = True
                 raise NotEnoughBookiesError(f"cannot place ensemble_size={ensemble_size} in {region}, the only "
-                                            f"available region: {exc}") from exc
+                                            f"available region: {exc}",
+                                            explain={"constraint": f"the only available region, {region}, must hold "
+                                                                   f"all {ensemble_size} bookies: {exc}"}) from exc
             self._merge_notes(explain, region, placed.explain.get("fallbacks", ()))
             explain["allocation"] = {region: len(placed.ensemble)}
-            return self._result(list(placed.ensemble), write_quorum, ack_quorum, explain)
+            return self._relaxed(self._result(list(placed.ensemble), write_quorum, ack_quorum, explain), True)
 
+        shrunk: list[str] = []
         chosen = self._allocate(ensemble_size, write_quorum, ack_quorum, min_regions, excluded, available,
-                                explain, rng)
-        return self._result(chosen, write_quorum, ack_quorum, explain)
+                                explain, rng, per_region, shrunk)
+        return self._relaxed(self._result(chosen, write_quorum, ack_quorum, explain), bool(shrunk))
+
+    def _relaxed(self, result: PlacementResult, fell_back: bool) -> PlacementResult:
+        """Tag a placement whose region-level fallback (no region, one region, a region that could not
+        take its share) left it in fewer regions than it has bookies (`relaxed`, issue 5)."""
+        if fell_back:
+            spanned = len({self.region_of_bookie(b) for b in result.ensemble})
+            if spanned < len(result.ensemble):
+                result.explain["relaxed"] = [{"rule": RULE_REGIONS, "spanned": spanned}]  # type: ignore[index]
+        return result
 
     def _allocate(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
                   excluded: set[str], available: list[str], explain: dict[str, Any],
-                  rng: random.Random) -> list[str]:
+                  rng: random.Random, per_region: Mapping[str, int] | None = None,
+                  shrunk: list[str] | None = None) -> list[str]:
         """Split the ensemble over two or more regions (the allocation loop, spec §1.4).
 
         Each pass rebuilds the coverage ensemble: the local region first, then the others round robin
         from `last_region_index`; each region not yet at its maximum tries to add its share
         (ceil(remaining / regions left)), shrinking it by one on failure; a maximal region re-places
         what it had. Passes repeat while bookies remain and the last pass made progress.
+
+        Every attempt of a region is a step (`region <name>`, scope `<n> bookie(s)`, the region's eligible
+        bookies and racks, failed when it could not take them); `shrunk` collects the regions that had
+        to take fewer than their share.
         """
+        steps = explain.setdefault("steps", [])
+        per_region = {} if per_region is None else per_region
         n = len(available)
         allocation = {region: (0, 0) for region in available}
         maxed: set[str] = set()
@@ -395,14 +458,20 @@ class RegionawarePolicy(TopologyAwarePolicy):
                 if region not in maxed:
                     add = min(remaining_e, -(-remaining_e // to_allocate))
                     placed = False
+                    candidates, racks = self._region_candidates(region, per_region)
                     while add > 0:
                         add_w = max(1, min(remaining_w, _round_half_up_ratio(write_quorum * add, ensemble_size)))
+                        steps.append({"step": f"region {region}", "scope": f"{had_e + add} bookie(s)",
+                                      "candidates": candidates, "racks": racks})
                         try:
                             result, trial = self._place_in_region(sub, had_e + add, had_w + add_w, excluded,
                                                                   coverage, rng)
                         except NotEnoughBookiesError:
+                            steps[-1]["failed"] = True
                             explain["fallbacks"].append(f"region {region}: could not take {add} more "
                                                         f"bookie(s) ({had_e + add} in all)")
+                            if shrunk is not None:
+                                shrunk.append(region)
                             add -= 1
                             continue
                         coverage = trial
@@ -417,13 +486,19 @@ class RegionawarePolicy(TopologyAwarePolicy):
                     if not placed:
                         maxed.add(region)
                 if region in maxed and had_e > 0:
+                    candidates, racks = self._region_candidates(region, per_region)
+                    steps.append({"step": f"region {region}", "scope": f"{had_e} bookie(s) again",
+                                  "candidates": candidates, "racks": racks})
                     try:
                         result, coverage = self._place_in_region(sub, had_e, had_w, excluded, coverage, rng)
                     except NotEnoughBookiesError as exc:
+                        steps[-1]["failed"] = True
                         # Java lets this escape the loop too (spec §1.4 step 3).
                         raise NotEnoughBookiesError(
                             f"cannot place ensemble_size={ensemble_size}: region {region} could not re-place "
-                            f"its {had_e} bookies in a later pass: {exc}") from exc
+                            f"its {had_e} bookies in a later pass: {exc}",
+                            explain={"constraint": f"region {region} must keep its {had_e} bookie(s) in every "
+                                                   "allocation pass"}) from exc
                     notes[region] = list(result.explain.get("fallbacks", ()))
             if maxed.issuperset(available) or not (0 < remaining_e < before):
                 break
@@ -435,13 +510,17 @@ class RegionawarePolicy(TopologyAwarePolicy):
             raise NotEnoughBookiesError(
                 f"cannot place ensemble_size={ensemble_size} across regions {', '.join(available)}: only "
                 f"{len(chosen)} bookies could be placed (allocation {explain['allocation']}) after excluding "
-                f"{len(excluded)}; add bookies or lower the ensemble size")
+                f"{len(excluded)}; add bookies or lower the ensemble size",
+                explain={"constraint": f"ensemble_size={ensemble_size} bookies across the available regions under "
+                                       f"the rack and region rules; only {len(chosen)} could be placed"})
         if self.settings.region_validation and not coverage.validate():
             spanned = sorted({self.region_of_bookie(b) for b in chosen})
             raise NotEnoughBookiesError(
                 f"cannot place ensemble_size={ensemble_size} in {min_regions} regions as "
                 f"reppMinimumRegionsForDurability requires: the ensemble would span only {', '.join(spanned)}; "
-                "add bookies to other regions or lower the minimum (reppEnableValidation=false skips this check)")
+                "add bookies to other regions or lower the minimum (reppEnableValidation=false skips this check)",
+                explain={"constraint": f"reppMinimumRegionsForDurability={min_regions}: the ensemble would span "
+                                       f"{len(spanned)} region(s)"})
         return chosen
 
     @staticmethod
@@ -552,17 +631,26 @@ class RegionawarePolicy(TopologyAwarePolicy):
                 explain["fallbacks"].append(f"anomalous ensemble: {member} already breaks the durability rule; "
                                             "durability not enforced for this replacement")
             coverage.add_node(member)
+        others = sorted({b for b in current if b != bookie_to_replace})
+        if others:
+            explain["excluded"]["ensemble"] = others
 
         region = self.region_of_bookie(bookie_to_replace)
         allowed = [r for r in sorted(self.sub_policies) if r not in disallowed]
+        per_region = self._excluded_per_region(excluded)
+        steps = explain["steps"]
         candidate = None
         if region in allowed:
             notes: list[str] = []
+            candidates, racks = self._region_candidates(region, per_region)
+            steps.append({"step": "replacement", "scope": f"region {region}", "candidates": candidates,
+                          "racks": racks})
             try:
                 candidate = self.sub_policies[region].select_from_network_location(
                     self.location_of(bookie_to_replace), set(excluded), None, None, True, rng, fallbacks=notes)
                 self._merge_notes(explain, region, notes)
             except NotEnoughBookiesError:
+                steps[-1]["failed"] = True
                 explain["fallbacks"].append(f"region {region}: no eligible bookie; chose from all allowed regions")
         else:
             explain["fallbacks"].append(f"region {region} of {bookie_to_replace} is not available; "
@@ -570,13 +658,18 @@ class RegionawarePolicy(TopologyAwarePolicy):
         if candidate is None:
             pool = [b for r in allowed for b in self.sub_policies[r].known_sorted()]
             predicate = coverage if enforce else None
+            steps.append({"step": "replacement", "scope": "allowed regions",
+                          "candidates": len(pool) - sum(per_region.get(r, 0) for r in allowed),
+                          "regions": len(allowed)})
             picked = self._select_random(pool, 1, excluded, predicate, coverage if enforce else None, rng)
             if not picked:
+                steps[-1]["failed"] = True
                 rule = (f" that keeps {self.min_regions} regions per acknowledged entry "
                         "(reppEnableDurabilityEnforcementInReplace)") if enforce else ""
-                raise NotEnoughBookiesError(
+                raise failed(NotEnoughBookiesError(
                     f"cannot replace {bookie_to_replace}: no bookie in the allowed regions ({', '.join(allowed)})"
-                    f"{rule} remains after excluding {len(excluded)} (current ensemble and exclusions); add bookies")
+                    f"{rule} remains after excluding {len(excluded)} (current ensemble and exclusions); add bookies"),
+                    explain, f"the replacement must be an eligible bookie of an allowed region{rule}")
             candidate = picked[0]
         explain["region"] = self.region_of_bookie(candidate)
         replaced = list(current)
@@ -673,7 +766,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
         self._tick()
         rng = rng if rng is not None else random.Random(0)
         ensemble = list(current_ensemble)
-        explain: dict[str, Any] = {"policy": POLICY_NAME, "fallbacks": [], "excluded": {}, "replaced": {}}
+        explain: dict[str, Any] = {"policy": POLICY_NAME, "steps": [], "fallbacks": [], "excluded": {},
+                                   "replaced": {}}
         deficits = self._deficits(ensemble, write_quorum, ack_quorum) if ensemble else []
         adherence = self._adherence_of(deficits)
         if adherence != Adherence.FAIL:
@@ -724,6 +818,75 @@ class RegionawarePolicy(TopologyAwarePolicy):
                                         "the ensemble is closer to adhering but still fails")
         explain["fallbacks"].append("no replacement makes the ensemble adhere")
         return PlacementResult([], Adherence.FAIL, explain=explain)
+
+    # -- relaxation fixes (issue 5) ----------------------------------------------------------------
+
+    def is_relaxed(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int,
+                   rule: Mapping[str, Any]) -> bool:
+        """Whether `ensemble` still depends on the relaxation `rule` (an `explain.relaxed` entry).
+
+        `regions` (placed in fewer regions than bookies by a region-level fallback): the writable
+        members span fewer regions than min(members, regions the policy knows). Cost: O(E).
+        """
+        if rule.get("rule") != RULE_REGIONS:
+            return False
+        region_of = self.region_of
+        members = [region_of[b] for b in ensemble if b in region_of]
+        return len(set(members)) < min(len(members), len(self.sub_policies))
+
+    def relaxation_fix(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                       current_ensemble: Sequence[str], rule: Mapping[str, Any], exclude: Iterable[str] = (), *,
+                       rng: random.Random | None = None) -> PlacementResult | None:
+        """Spread `current_ensemble` over the available regions it does not use (`regions` rule).
+
+        For each such region (in name order) one member of the most crowded region (the last such
+        position first) moves to a uniformly chosen eligible bookie of it, when the ensemble does
+        not then FAIL; until the ensemble spans min(E, available regions). Cost: O(regions x E x E x WQ).
+
+        Returns:
+            None when the ensemble no longer depends on the rule; the spread ensemble with
+            `explain.replaced`; or an empty FAIL result saying why no region can take a member now.
+        """
+        if not self.is_relaxed(current_ensemble, write_quorum, ack_quorum, rule):
+            return None
+        self._tick()
+        rng = rng if rng is not None else random.Random(0)
+        exclude = tuple(exclude)
+        current = list(current_ensemble)
+        avoid = set(exclude)
+        avoid.update(current)
+        if self.settings.enforce_min_racks:
+            avoid.update(self.topology.bookies_in(self.default_location))
+        regions = [self.region_of_bookie(b) for b in current]
+        available = self.available_regions()
+        target = min(len(current), len(set(available) | set(regions)))
+        spare = [r for r in available if r not in regions]
+        if not spare or len(set(regions)) >= target:
+            return no_fix(self.name, "no available region outside the ensemble's has an eligible bookie")
+        adherence = self.is_ensemble_adhering(current, write_quorum, ack_quorum)
+        replaced: dict[str, str] = {}
+        for region in spare:
+            members = [b for b in self.sub_policies[region].known_sorted() if b not in avoid]
+            if not members:
+                continue
+            counts = {r: regions.count(r) for r in set(regions)}
+            order = sorted((p for p in range(len(current)) if counts[regions[p]] > 1 and str(p) not in replaced),
+                           key=lambda p: (-counts[regions[p]], -p))
+            for position in order:
+                trial = list(current)
+                trial[position] = pick_uniform(rng, members)  # type: ignore[assignment]
+                spread = self.is_ensemble_adhering(trial, write_quorum, ack_quorum)
+                if spread != Adherence.FAIL and spread >= min(adherence, Adherence.MEETS_SOFT):
+                    current, adherence = trial, spread
+                    regions[position] = region
+                    replaced[str(position)] = trial[position]
+                    avoid.add(trial[position])
+                    break
+            if len(set(regions)) >= target:
+                break
+        if not replaced:
+            return no_fix(self.name, "moving a member to another region would break the placement rules")
+        return fixed(self.name, current, adherence, replaced, exclude)
 
     # -- reads (spec §2.3) ------------------------------------------------------------------------
 

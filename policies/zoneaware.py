@@ -37,6 +37,7 @@ from typing import Any
 from .api import Adherence, HealthInfo, PlacementResult
 from .base import Clock, TopologyAwarePolicy, add_missing_indices
 from .errors import InvalidLocationError, NotEnoughBookiesError
+from .provenance import RULE_ZONES, failed, fixed, no_fix, position as position_name, retried, unavailable
 from .location import (DEFAULT_UPGRADEDOMAIN, DEFAULT_ZONE, DEFAULT_ZONE_AND_UPGRADEDOMAIN, components,
                        is_under, normalize)
 from .rack_weights import RackWeights
@@ -46,6 +47,11 @@ from .settings import PlacementSettings
 from .topology import LeafView, NetworkTopology
 
 ZoneUD = tuple[str, str]
+# `scope` names of the provenance steps of a strict fill (issue 5): which zone rule the slot kept.
+_SCOPE_DESIRED = "desired zones"
+_SCOPE_FEWER = "fewer zones than desired"
+_SCOPE_MINIMUM = "minimum zones"
+_SHARED_UD = ", shared upgrade domain"
 # Weighted picks enumerate views up to this many bookies (faster than `RackWeights` there; same distribution).
 _ENUMERATE_BELOW = 64
 UNRESOLVED: ZoneUD = (DEFAULT_ZONE, DEFAULT_UPGRADEDOMAIN)
@@ -228,7 +234,8 @@ class _Fill:
         excluded: bookies that must not be chosen (callers', chosen, current ensemble).
     """
 
-    __slots__ = ("index", "ensemble", "slots", "excluded", "excluded_racks", "rng", "fallbacks")
+    __slots__ = ("index", "ensemble", "slots", "excluded", "excluded_racks", "rng", "fallbacks", "steps",
+                 "zone_relaxed", "available_last", "shared_ud")
 
     def __init__(self, index: _ZoneIndex, ensemble: list[str | None], slots: list[ZoneUD | None],
                  excluded: set[str], rng: random.Random) -> None:
@@ -241,6 +248,10 @@ class _Fill:
         # The rack of every excluded bookie that the index holds (one entry per bookie).
         self.excluded_racks = [rack_of[b] for b in excluded if b in rack_of]
         self.fallbacks: list[str] = []
+        self.steps: list[dict[str, Any]] = []   # provenance: one record per filled slot (issue 5)
+        self.zone_relaxed = False               # some slot got fewer zones than desired
+        self.available_last = 0                 # candidates of the last cut `_candidates` accepted
+        self.shared_ud = False                  # ... and whether it had to allow a shared upgrade domain
 
     def available(self, cut: set[int], cut_size: int) -> int:
         """Bookies outside the racks `cut` (holding `cut_size` bookies) that are not excluded.
@@ -425,12 +436,25 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         try:
             return self._new_ensemble_on(self._live_index(), ensemble_size, write_quorum, ack_quorum,
                                          excluded, rng, [])
-        except NotEnoughBookiesError:
+        except NotEnoughBookiesError as exc:
             secondary = self._retry_index()
             if secondary is None:
                 raise
-            return self._new_ensemble_on(secondary, ensemble_size, write_quorum, ack_quorum, excluded, rng,
-                                         [_retried_note(self.pending)])
+            first = exc
+        return self._on_retry(first, secondary, self._new_ensemble_on, secondary, ensemble_size, write_quorum,
+                              ack_quorum, excluded, rng, [])
+
+    def _on_retry(self, first: NotEnoughBookiesError, index: _ZoneIndex, method: Any, *args: Any) -> PlacementResult:
+        """Run `method` on the stabilized index after `first` failed on the live one; both attempts'
+        steps go into the explanation (of the result, or of the error when the retry fails too)."""
+        note = _retried_note(self.pending)
+        try:
+            result = method(*args)
+        except NotEnoughBookiesError as exc:
+            failed(exc, retried(first.explain, exc.explain, note, len(index), failed_too=True))
+            raise
+        explain = retried(first.explain, result.explain, note, len(index))
+        return PlacementResult(result.ensemble, result.adherence, result.bookie, explain)
 
     def _retry_index(self) -> _ZoneIndex | None:
         if self.pending.period_s <= 0 or not len(self.pending):
@@ -440,30 +464,48 @@ class ZoneawarePolicy(TopologyAwarePolicy):
     def _new_ensemble_on(self, index: _ZoneIndex, ensemble_size: int, write_quorum: int, ack_quorum: int,
                          exclude: set[str], rng: random.Random, notes: list[str]) -> PlacementResult:
         if not self.strict:
-            ensemble = self._draw_randomly(index, ensemble_size, exclude, rng, f"ensemble_size={ensemble_size}")
-            explain = self._explain(notes, exclude, None)
+            steps: list[dict[str, Any]] = []
+            try:
+                ensemble = self._draw_randomly(index, ensemble_size, exclude, rng, f"ensemble_size={ensemble_size}",
+                                               steps, "ensemble")
+            except NotEnoughBookiesError as exc:
+                failed(exc, self._explain(notes, exclude, None, steps))
+                raise
+            explain = self._explain(notes, exclude, None, steps)
             return PlacementResult(ensemble, self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum),
                                    explain=explain)
         desired = min(write_quorum, self.desired_zones)
         ensemble: list[str | None] = [None] * ensemble_size
         fill = _Fill(index, ensemble, [None] * ensemble_size, set(exclude), rng)
-        for position in range(ensemble_size):
-            self._fill(fill, position, write_quorum, desired)
+        try:
+            for position in range(ensemble_size):
+                self._fill(fill, position, write_quorum, desired)
+        except NotEnoughBookiesError as exc:
+            failed(exc, self._explain(notes + fill.fallbacks, exclude, index, fill.steps))
+            raise
         chosen = [b for b in ensemble if b is not None]
-        explain = self._explain(notes + fill.fallbacks, exclude, index)
+        explain = self._explain(notes + fill.fallbacks, exclude, index, fill.steps)
         # The size rules of §3.6 were checked on entry; only the write quorums remain to be judged.
         adherence = self._adherence(fill.slots, write_quorum) if chosen else Adherence.FAIL
+        if fill.zone_relaxed:
+            explain["relaxed"] = [{"rule": RULE_ZONES}]
         return PlacementResult(chosen, adherence, explain=explain)
 
     def _draw_randomly(self, index: _ZoneIndex, count: int, exclude: set[str], rng: random.Random,
-                       what: str) -> list[str]:
-        """`count` distinct bookies of the whole index, none excluded (non-strict mode, spec §3.3/§3.5)."""
+                       what: str, steps: list[dict[str, Any]] | None = None, step: str = "") -> list[str]:
+        """`count` distinct bookies of the whole index, none excluded (non-strict mode, spec §3.3/§3.5);
+        with `steps`, records the one selection step."""
         excluded_here = sum(1 for b in exclude if b in index.rack_of)
         available = len(index) - excluded_here
+        if steps is not None:
+            steps.append({"step": step, "scope": "cluster (random)", "candidates": available})
         if available < count:
+            if steps:
+                steps[-1]["failed"] = True
             raise NotEnoughBookiesError(
                 f"cannot place {what} (enforceStrictZoneawarePlacement=false): only {available} writable "
-                f"bookie(s) remain after excluding {len(exclude)}; add bookies")
+                f"bookie(s) remain after excluding {len(exclude)}; add bookies",
+                explain={"constraint": f"{what} needs {count} eligible bookie(s); {available} eligible"})
         taken = set(exclude)
         chosen: list[str] = []
         view = LeafView(index.flat, ((0, len(index.flat)),))
@@ -521,6 +563,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
     def _fill(self, fill: _Fill, position: int, write_quorum: int, desired: int) -> str:
         """Choose the bookie for `position` (BookKeeper `setBookieInTheEnsemble`, spec §3.4)."""
         cut: set[int] | None = None
+        scope = _SCOPE_DESIRED
         # 1. keep the zones of the D-1 nearest neighbours on each side distinct, then fewer, down to
         #    minZones-1 neighbours.
         for neighbours in range(desired - 1, self.min_zones - 2, -1):
@@ -528,6 +571,8 @@ class ZoneawarePolicy(TopologyAwarePolicy):
             cut = self._candidates(fill, position, write_quorum, zones)
             if cut is not None:
                 if neighbours < desired - 1:
+                    scope = _SCOPE_FEWER
+                    fill.zone_relaxed = True
                     fill.fallbacks.append(
                         f"position {position}: could not spread {desired} zones around it "
                         f"(desiredNumZonesPerWriteQuorum); kept zones distinct from {neighbours} neighbour(s) "
@@ -540,12 +585,22 @@ class ZoneawarePolicy(TopologyAwarePolicy):
             # 2. only keep each write quorum containing `position` at minNumZonesPerWriteQuorum zones.
             zones = self._zones_to_keep_min(fill, position, write_quorum)
             cut = self._candidates(fill, position, write_quorum, zones)
+            scope = _SCOPE_MINIMUM
             if cut is not None:
+                fill.zone_relaxed = True
                 fill.fallbacks.append(
                     f"position {position}: fell back to minNumZonesPerWriteQuorum={self.min_zones} zones "
                     "per write quorum")
         if cut is None:
-            raise NotEnoughBookiesError(self._fill_failure(fill, position, write_quorum))
+            fill.steps.append({"step": position_name(position), "scope": scope, "candidates": 0, "failed": True})
+            raise NotEnoughBookiesError(
+                self._fill_failure(fill, position, write_quorum),
+                explain={"constraint": f"enforceStrictZoneawarePlacement: position {position} needs a bookie that keeps "
+                                       f"minNumZonesPerWriteQuorum={self.min_zones} zones and two upgrade domains per "
+                                       "zone in every write quorum"})
+        fill.steps.append({"step": position_name(position),
+                           "scope": scope + _SHARED_UD if fill.shared_ud else scope,
+                           "candidates": fill.available_last})
         view = LeafView(fill.index.flat, fill.index.gaps(cut))
         bookie = self._pick(fill.rng, view, fill.excluded, fill.index, cut)
         fill.take(position, bookie)
@@ -606,6 +661,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
             cut_size = fill.widen(cut, cut_size, top_racks.get(zone, ()))
         if fill.available(cut, cut_size) == 0:
             return None
+        fill.shared_ud = False
         size = len(fill.slots)
         slots = fill.slots
         used: set[ZoneUD] = set()
@@ -620,7 +676,9 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         unique_size = cut_size
         for pair in used:
             unique_size = fill.widen(unique, unique_size, zone_ud_racks.get(pair, ()))
-        if fill.available(unique, unique_size) > 0:
+        available = fill.available(unique, unique_size)
+        if available > 0:
+            fill.available_last = available
             return unique
         single: set[ZoneUD] = set()
         for quorum in _quorums_around(size, position, write_quorum):
@@ -634,7 +692,10 @@ class ZoneawarePolicy(TopologyAwarePolicy):
                     single.add((zone, next(iter(domains))))
         for pair in single:
             cut_size = fill.widen(cut, cut_size, zone_ud_racks.get(pair, ()))
-        if fill.available(cut, cut_size) > 0:
+        available = fill.available(cut, cut_size)
+        if available > 0:
+            fill.available_last = available
+            fill.shared_ud = True
             fill.fallbacks.append(
                 f"position {position}: no bookie in an unused upgrade domain of its zone; allowed a shared "
                 "upgrade domain while keeping two per zone in each write quorum")
@@ -670,29 +731,41 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         try:
             return self._replace_on(self._live_index(), write_quorum, ack_quorum, current, position,
                                     excluded, rng, [], bool(current_ensemble))
-        except NotEnoughBookiesError:
+        except NotEnoughBookiesError as exc:
             secondary = self._retry_index()
             if secondary is None:
                 raise
-            return self._replace_on(secondary, write_quorum, ack_quorum, current, position, excluded, rng,
-                                    [_retried_note(self.pending)], bool(current_ensemble))
+            first = exc
+        return self._on_retry(first, secondary, self._replace_on, secondary, write_quorum, ack_quorum, current,
+                              position, excluded, rng, [], bool(current_ensemble))
 
     def _replace_on(self, index: _ZoneIndex, write_quorum: int, ack_quorum: int, current: list[str],
                     position: int, exclude: set[str], rng: random.Random, notes: list[str],
                     had_ensemble: bool) -> PlacementResult:
         excluded = set(exclude)
         excluded.update(current)
+        others = sorted({b for i, b in enumerate(current) if i != position}) if had_ensemble else []
         if not self.strict:
-            bookie = self._draw_randomly(index, 1, excluded, rng, "a replacement")[0]
-            explain = self._explain(notes, exclude, None)
+            steps: list[dict[str, Any]] = []
+            try:
+                bookie = self._draw_randomly(index, 1, excluded, rng, "a replacement", steps, "replacement")[0]
+            except NotEnoughBookiesError as exc:
+                failed(exc, self._explain(notes, exclude, None, steps, others))
+                raise
+            explain = self._explain(notes, exclude, None, steps, others)
         else:
             desired = min(write_quorum, self.desired_zones)
             slots: list[ZoneUD | None] = [self.zone_of(b) for b in current]
             slots[position] = None
             slotted: list[str | None] = list(current)
             fill = _Fill(index, slotted, slots, excluded, rng)
-            bookie = self._fill(fill, position, write_quorum, desired)
-            explain = self._explain(notes + fill.fallbacks, exclude, index)
+            try:
+                bookie = self._fill(fill, position, write_quorum, desired)
+            except NotEnoughBookiesError as exc:
+                failed(exc, self._explain(notes + fill.fallbacks, exclude, index, fill.steps, others))
+                raise
+            fill.steps[-1]["step"] = "replacement"
+            explain = self._explain(notes + fill.fallbacks, exclude, index, fill.steps, others)
         ensemble = list(current)
         ensemble[position] = bookie
         adherence = self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum)
@@ -756,15 +829,92 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         """The write set, then every missing ensemble index in ascending order."""
         return add_missing_indices(list(write_set), len(ensemble))
 
+    # -- relaxation fixes (issue 5) ----------------------------------------------------------------
+
+    def is_relaxed(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int,
+                   rule: Mapping[str, Any]) -> bool:
+        """Whether `ensemble` still depends on the relaxation `rule` (an `explain.relaxed` entry).
+
+        `zones` (a slot got fewer zones than desiredNumZonesPerWriteQuorum): the ensemble is
+        MEETS_SOFT. Cost: O(E x WQ).
+        """
+        if rule.get("rule") != RULE_ZONES:
+            return False
+        return self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum) == Adherence.MEETS_SOFT
+
+    def _soft_quorums(self, ensemble: Sequence[str], write_quorum: int) -> int:
+        """Write quorums spanning fewer than min(W, desiredNumZonesPerWriteQuorum) zones."""
+        size = len(ensemble)
+        zones = [self.zone_of(b)[0] for b in ensemble]
+        desired = min(write_quorum, self.desired_zones)
+        return sum(1 for start in range(size)
+                   if len({zones[(start + j) % size] for j in range(write_quorum)}) < desired)
+
+    def relaxation_fix(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                       current_ensemble: Sequence[str], rule: Mapping[str, Any], exclude: Iterable[str] = (), *,
+                       rng: random.Random | None = None) -> PlacementResult | None:
+        """Bring a MEETS_SOFT ensemble to MEETS_STRICT with few replacements (`zones` rule).
+
+        In rounds, every position not yet changed is tried with `replace_bookie` (which fills the
+        slot with the desired zone spread when it can); the replacement that leaves the fewest write
+        quorums short of the desired zones (and does not FAIL) is kept; rounds stop at MEETS_STRICT or
+        when nothing improves. Cost: up to E rounds x E replacements.
+
+        Returns:
+            None when the ensemble is no longer MEETS_SOFT; the fixed ensemble with `explain.replaced`;
+            or an empty FAIL result when no replacement improves it now.
+        """
+        if not self.is_relaxed(current_ensemble, write_quorum, ack_quorum, rule):
+            return None
+        rng = rng if rng is not None else random.Random(0)
+        exclude = tuple(exclude)
+        zones_now = {rack.zone for rack in self._live_index().racks if not rack.in_default}
+        if len(zones_now) < min(write_quorum, self.desired_zones):
+            return no_fix(self.name, f"only {len(zones_now)} zone(s) have bookies; "
+                                     f"desiredNumZonesPerWriteQuorum={self.desired_zones}")
+        current = list(current_ensemble)
+        short = self._soft_quorums(current, write_quorum)
+        replaced: dict[str, str] = {}
+        for _ in range(len(current)):
+            best: tuple[int, int, list[str]] | None = None
+            for position, member in enumerate(current):
+                if str(position) in replaced:
+                    continue
+                try:
+                    placed = self.replace_bookie(ensemble_size, write_quorum, ack_quorum, None, current, member,
+                                                 exclude, rng=rng)
+                except NotEnoughBookiesError:
+                    continue
+                if placed.adherence == Adherence.FAIL:
+                    continue
+                left = self._soft_quorums(placed.ensemble, write_quorum)
+                if left < short and (best is None or left < best[0]):
+                    best = (left, position, list(placed.ensemble))
+            if best is None:
+                break
+            short, position, current = best
+            replaced[str(position)] = current[position]
+            if short == 0:
+                break
+        if not replaced:
+            return no_fix(self.name, "no replacement spreads the write quorums over more zones")
+        return fixed(self.name, current, self.is_ensemble_adhering(current, write_quorum, ack_quorum), replaced,
+                     exclude)
+
     # -- provenance and checks ----------------------------------------------------------------------
 
-    def _explain(self, notes: list[str], exclude: set[str], index: _ZoneIndex | None) -> dict[str, Any]:
+    def _explain(self, notes: list[str], exclude: set[str], index: _ZoneIndex | None,
+                 steps: list[dict[str, Any]] | None = None, others: list[str] | None = None) -> dict[str, Any]:
         excluded: dict[str, list[str]] = {}
         if exclude:
             excluded["caller"] = sorted(exclude)
         if index is not None and index.default_bookies:
             excluded["default_fault_domain"] = list(index.default_bookies)
-        return {"policy": self.name, "fallbacks": notes, "excluded": excluded}
+        unavailable(self, excluded)
+        if others:
+            excluded["ensemble"] = others
+        return {"policy": self.name, "steps": steps if steps is not None else [], "fallbacks": notes,
+                "excluded": excluded}
 
     def check_invariants(self) -> None:
         """Assert internal consistency (tests only; never on the hot path)."""

@@ -314,7 +314,7 @@ def test_default_location_bookies_are_excluded_when_racks_are_enforced():
     for seed in range(20):
         placed = policy.new_ensemble(4, 4, 2, rng=random.Random(seed))
         assert "d1:3181" not in placed.ensemble
-    assert placed.explain["excluded"]["default rack (enforceMinNumRacksPerWriteQuorum)"] == ["d1:3181"]
+    assert placed.explain["excluded"]["default_rack"] == ["d1:3181"]
 
 
 def test_caller_exclusions_are_honoured_and_reported():
