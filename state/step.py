@@ -181,15 +181,21 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
             adherence = policy.is_ensemble_adhering(list(request.ensemble), request.write_quorum,
                                                     request.ack_quorum)
             ensemble = list(request.ensemble)
+            # A check selects nothing: the same keys as a placement's explanation, with no steps.
+            explain = {"policy": getattr(policy, "name", model.policy_name), "steps": [], "fallbacks": [],
+                       "excluded": {}}
     except NotEnoughBookiesError as exc:
         error = {"code": NOT_ENOUGH_BOOKIES, "message": str(exc)}
+        explain = exc.explain          # the policy's provenance of the failed call (steps, constraint)
     except PlacementError as exc:
         error = {"code": exc.code, "message": str(exc)}
+        explain = exc.explain
     except ValueError as exc:
         error = {"code": outputs.INVALID_REQUEST, "message": str(exc)}
     version = model.version
     adherence_name = None if adherence is None else getattr(adherence, "name", None) or Adherence(adherence).name
     # Provenance at the state level (issue 5): what the cluster looked like at decision time, O(1).
+    # A failed decision keeps the policy's explanation of the failure (`constraint`, the steps reached).
     explain = {**explain, "bookies": {"writable": len(model.writable), "readonly": len(model.readonly),
                                       "pending": len(model.pending), "join_failed": len(model.join_failures),
                                       "flapping": len(model.flapping)}}
