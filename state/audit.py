@@ -21,7 +21,10 @@ Alerts (subject `ledger/<ledger_id>`, or `request/<request_id>` for a create wit
 * `placement.ledger.not_adhering`: an adhering (or never settled) ledger stops adhering. Clears
   when it adheres again, is re-placed or checked adhering, or is forgotten.
 * `placement.ledger.readhere_possible`: a ledger placed or checked under a relaxed rule (FAIL,
-  MEETS_SOFT), or one whose alert had no fix, can now be fixed. Clears as above.
+  MEETS_SOFT), or one whose alert had no fix, can now be fixed; or a ledger that adheres but was placed
+  under a fallback the policy tags in `explain.relaxed` (a secondary isolation group, fewer racks,
+  regions or zones than the rules want) no longer needs it: the fix removes the fallback. Clears as
+  above; for a fallback, once the ensemble no longer depends on it (moved, or its bookies regrouped).
 
 A clearing is a `<type>.resolved` event with the same subject.
 
@@ -46,6 +49,7 @@ topology version and the trigger.
 from __future__ import annotations
 
 import bisect
+import json
 import random
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -55,7 +59,7 @@ from typing import Any, Protocol
 from policies import Adherence, PlacementError
 
 from . import outputs
-from .outputs import Output
+from .outputs import Output, jsonable
 
 ALERT_LEDGER_NOT_ADHERING = "placement.ledger.not_adhering"
 ALERT_LEDGER_READHERE = "placement.ledger.readhere_possible"
@@ -63,6 +67,8 @@ RESOLVED_SUFFIX = ".resolved"
 LEDGER_ALERT_TYPES = (ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE)
 
 _STRICT = Adherence.MEETS_STRICT.name
+#: Prefix of the `relaxed` notes that carry a machine-readable relaxation (`relaxed_rules`).
+RULE_NOTE = "rule "
 
 #: Ledgers waiting for a fix examined per improving change (the rest wait for the next change).
 READHERE_BUDGET = 512
@@ -122,7 +128,9 @@ def ledger_key(ledger_id: int | None, request_id: str) -> str:
 
 
 def relaxed_notes(adherence: str | None, explain: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """Why a placement was made under a relaxed rule: adherence below MEETS_STRICT, fallback notes."""
+    """Why a placement was made under a relaxed rule: adherence below MEETS_STRICT, fallback notes,
+    then one `rule {...}` note per machine-readable relaxation of `explain.relaxed` (the policy's
+    fallbacks that a better topology can make unnecessary; see `relaxed_rules`)."""
     notes = []
     if adherence is not None and adherence != Adherence.MEETS_STRICT.name:
         notes.append(f"adherence {adherence}")
@@ -130,7 +138,32 @@ def relaxed_notes(adherence: str | None, explain: Mapping[str, Any] | None) -> t
         if len(notes) >= _MAX_RELAXED_NOTES:
             break
         notes.append(str(note))
+    for rule in (explain or {}).get("relaxed", ()) or ():
+        if isinstance(rule, Mapping) and isinstance(rule.get("rule"), str):
+            notes.append(RULE_NOTE + json.dumps(jsonable(rule), sort_keys=True, separators=(",", ":")))
     return tuple(notes)
+
+
+def relaxed_rules(relaxed: Iterable[str]) -> list[dict[str, Any]]:
+    """The relaxations (`explain.relaxed` entries) kept in a ledger's `relaxed` notes, in order.
+
+    They travel as `rule {json}` notes so that the registry, its snapshot and the alerts carry them
+    without a field of their own. Cost: O(notes).
+    """
+    rules = []
+    for note in relaxed:
+        if note.startswith(RULE_NOTE):
+            try:
+                rule = json.loads(note[len(RULE_NOTE):])
+            except ValueError:
+                continue
+            if isinstance(rule, dict):
+                rules.append(rule)
+    return rules
+
+
+def _has_rules(relaxed: Sequence[str]) -> bool:
+    return any(note.startswith(RULE_NOTE) for note in relaxed)
 
 
 class LedgerAudit:
@@ -294,8 +327,13 @@ class LedgerAudit:
         was = entry.adhering
         entry.adhering, entry.adherence = verdict.adhering, verdict.adherence
         strict = verdict.adherence == Adherence.MEETS_STRICT.name
+        # Relaxations the ledger still depends on (a secondary isolation group, fewer racks/regions/zones
+        # than the rules want); those it no longer depends on are dropped from its notes.
+        relaxed = self._still_relaxed(view, entry) if entry.relaxed and verdict.adhering else ()
         if verdict.adhering:
-            closing = sorted(t for t in entry.open if strict or t == ALERT_LEDGER_NOT_ADHERING)
+            # A re-adhere alert stays open while the ledger still depends on a relaxation it offers to remove.
+            closing = sorted(t for t in entry.open
+                             if t == ALERT_LEDGER_NOT_ADHERING or (strict and not relaxed))
             if closing:
                 produced += self._resolve(entry, time_ms, view.version, trigger, "the ensemble adheres again",
                                           closing)
@@ -309,7 +347,7 @@ class LedgerAudit:
             self._update_waiting(entry)
             return produced
         if (improving and not entry.fix_known and ALERT_LEDGER_READHERE not in entry.open
-                and (not verdict.adhering or not strict)):
+                and (not verdict.adhering or not strict or relaxed)):
             fix = self.suggest_fix(view, entry, verdict)
             if fix.get("possible") and (not verdict.adhering or fix.get("adherence") == Adherence.MEETS_STRICT.name):
                 entry.fix_known = True
@@ -317,6 +355,32 @@ class LedgerAudit:
                                            trigger))
         self._update_waiting(entry)
         return produced
+
+    @staticmethod
+    def _still_relaxed(view: MembershipView, entry: AuditEntry) -> list[dict[str, Any]]:
+        """The ledger's relaxations (`relaxed_rules`) that its ensemble still depends on, asking the
+        policy (`is_relaxed`); the notes of the others are removed from `entry.relaxed`. Cost: O(E) per rule."""
+        rules = relaxed_rules(entry.relaxed)
+        if not rules:
+            return []
+        _current_rack_info(view)
+        check = getattr(view.policy, "is_relaxed", None)
+        if check is None:
+            return rules
+        members = list(entry.ensemble)
+        kept = []
+        for rule in rules:
+            try:
+                still = check(members, entry.write_quorum, entry.ack_quorum, rule)
+            except (PlacementError, ValueError):
+                still = True
+            if still:
+                kept.append(rule)
+        if len(kept) < len(rules):
+            gone = {json.dumps(rule, sort_keys=True, separators=(",", ":")) for rule in rules if rule not in kept}
+            entry.relaxed = tuple(note for note in entry.relaxed
+                                  if not (note.startswith(RULE_NOTE) and note[len(RULE_NOTE):] in gone))
+        return kept
 
     # -- evaluation --------------------------------------------------------------------------------
 
@@ -374,13 +438,16 @@ class LedgerAudit:
                        severity=outputs.ERROR if severe else outputs.WARNING if problems else outputs.INFO)
 
     def suggest_fix(self, view: MembershipView, entry: AuditEntry, verdict: Verdict) -> dict[str, Any]:
-        """A minimal fix: replace the unavailable members one by one, then `replace_to_adhere` if the
-        rules still fail. Never changes the registry or the policy's state.
+        """A minimal fix: replace the unavailable members one by one, then remove each relaxation the
+        ledger was placed under when the policy can now (`relaxation_fix`: primary-group bookies for
+        secondary ones, more racks/regions/zones), then `replace_to_adhere` if the rules still fail.
+        Never changes the registry or the policy's state.
 
         Returns:
             `{"possible": True, "ensemble", "replace": [{"position", "bookie", "with"}], "adherence"}`,
             or `{"possible": False, "reason"}`.
         """
+        _current_rack_info(view)
         policy = view.policy
         rng = _fix_rng(self.seed, self.cluster, entry.key, view.version)
         current = list(entry.ensemble)
@@ -392,6 +459,7 @@ class LedgerAudit:
                     placed = policy.replace_bookie(size, write_quorum, ack_quorum, None, current, member, avoid,
                                                    rng=rng)
                     current = list(placed.ensemble)
+            current = self._without_relaxations(policy, entry, current, avoid, rng)
             adherence = Adherence(policy.is_ensemble_adhering(current, write_quorum, ack_quorum))
             if adherence == Adherence.FAIL or (adherence == Adherence.MEETS_SOFT and not verdict.unavailable):
                 placed = policy.replace_to_adhere(size, write_quorum, ack_quorum, avoid, current, rng=rng)
@@ -406,6 +474,19 @@ class LedgerAudit:
         if not changes:
             return {"possible": False, "reason": "no change of bookies improves the ensemble"}
         return {"possible": True, "ensemble": current, "replace": changes, "adherence": adherence.name}
+
+    @staticmethod
+    def _without_relaxations(policy: Any, entry: AuditEntry, current: list[str], avoid: tuple[str, ...],
+                             rng: random.Random) -> list[str]:
+        """`current` after each of the ledger's relaxations that the policy can remove now, in order."""
+        fix = getattr(policy, "relaxation_fix", None)
+        if fix is None or not entry.relaxed:
+            return current
+        for rule in relaxed_rules(entry.relaxed):
+            placed = fix(len(current), entry.write_quorum, entry.ack_quorum, current, rule, avoid, rng=rng)
+            if placed is not None and placed.ensemble:
+                current = list(placed.ensemble)
+        return current
 
     # -- alerts ------------------------------------------------------------------------------------
 
@@ -503,8 +584,9 @@ class LedgerAudit:
             index.setdefault(bookie, set()).add(key)
 
     def _update_waiting(self, entry: AuditEntry) -> None:
-        waits = (entry.adhering is False or entry.adherence == Adherence.MEETS_SOFT.name) and not entry.fix_known \
-            and ALERT_LEDGER_READHERE not in entry.open
+        # A ledger placed under a relaxation the topology may later make unnecessary waits too (issue 5).
+        waits = (entry.adhering is False or entry.adherence == Adherence.MEETS_SOFT.name
+                 or _has_rules(entry.relaxed)) and not entry.fix_known and ALERT_LEDGER_READHERE not in entry.open
         if waits:
             self.waiting.add(entry.key)
         else:
@@ -619,6 +701,17 @@ def decision_hint(error: Mapping[str, str] | None, adherence: str | None,
     return {"reason": reason, "action": action}
 
 
+def _current_rack_info(view: MembershipView) -> None:
+    """Hand deferred rack info (isolation-group membership) to the policy before asking it about groups.
+
+    The model defers it until a request needs it (`ClusterModel.prepare_request`); a fix or a
+    relaxation check needs it too. Cost: O(1) when nothing is deferred.
+    """
+    prepare = getattr(view, "prepare_request", None)
+    if prepare is not None:
+        prepare()
+
+
 def _fix_rng(seed: int, cluster: str, key: str, version: int) -> random.Random:
     return random.Random(int(outputs.stable_id("audit-fix", str(seed), cluster, key, str(version)), 16))
 
@@ -674,4 +767,5 @@ __all__ = [
     "decision_hint",
     "ledger_key",
     "relaxed_notes",
+    "relaxed_rules",
 ]
