@@ -184,6 +184,12 @@ class ClusterModel:
         history TTL, an audited ledger's TTL. Entries made stale by later events are dropped on the way.
         Cost: O(1) amortised.
         """
+        due = [t for t in (self.next_departure_due_ms(), self._next_history_ms(), self.audit.next_expiry_ms())
+               if t is not None]
+        return min(due) if due else None
+
+    def next_departure_due_ms(self) -> int | None:
+        """When the next stabilization delay or flap window ends (what an idle tick is armed for)."""
         due = []
         pending = self._pending_heap
         while pending and self.pending.get(pending[0][1]) != pending[0][2]:
@@ -195,15 +201,13 @@ class ClusterModel:
             heapq.heappop(flaps)
         if flaps:
             due.append(flaps[0][0])
+        return min(due) if due else None
+
+    def _next_history_ms(self) -> int | None:
         history = self._history_heap
         while history and self.absent_since.get(history[0][1]) != history[0][2]:
             heapq.heappop(history)
-        if history:
-            due.append(history[0][0])
-        ledger = self.audit.next_expiry_ms()
-        if ledger is not None:
-            due.append(ledger)
-        return min(due) if due else None
+        return history[0][0] if history else None
 
     def expire_due(self, time_ms: int) -> list[Output]:
         """Move the clock to `time_ms` (never back) and apply every timed change due by then.

@@ -37,9 +37,30 @@ def _shard_column(shards: int) -> Column:
         .otherwise(F.sequence(F.lit(0), F.lit(shards - 1)))
 
 
+FUTURE_TOLERANCE = "5 minutes"
+"""How far past the wall clock a record's time may move the watermark (a bad producer clock must not
+fast-forward every idle cluster's timers; see `event_time`)."""
+
+
+def event_time(value: Column) -> Column:
+    """The record's `time` as a timestamp for the watermark, or null when Spark cannot read it.
+
+    Only idle ticks read the watermark (never a decision), so a time Spark reads differently from
+    `events.parse_time_ms` can only delay a tick. Times past the wall clock by more than
+    `FUTURE_TOLERANCE` count as the wall clock plus that tolerance.
+    """
+    text = F.get_json_object(value, "$.time")
+    parsed = F.coalesce(F.try_to_timestamp(text), F.timestamp_millis(text.try_cast("long")))
+    return F.least(parsed, F.current_timestamp() + F.expr(f"INTERVAL {FUTURE_TOLERANCE}"))
+
+
 def place(records: DataFrame, conf: Mapping[str, str], settings: EngineSettings, source_kind: str,
-          files: Sequence[str] = ()) -> DataFrame:
+          files: Sequence[str] = (), *, idle_ticks: bool = False) -> DataFrame:
     """Group normalised records by (cluster, shard) and run the cluster model over them.
+
+    `idle_ticks` (the `run` job, with `engine.idleTickSeconds` > 0): an event-time watermark on the
+    records' `time` (`engine.watermarkDelaySeconds` behind the latest) and processing-time timeouts
+    settle idle clusters (see `streaming.stateful`). A replay ticks at the end of its input instead.
 
     Returns a streaming DataFrame of `kind, cluster, id, value` (value = output JSON).
     """
@@ -50,9 +71,15 @@ def place(records: DataFrame, conf: Mapping[str, str], settings: EngineSettings,
     else:
         keyed = keyed.withColumn("shard", F.lit(0))
     keyed = keyed.select(*INPUT_COLUMNS)
-    function = make_state_function(conf, source_kind, shards, files)
+    tick_seconds = settings.idle_tick_seconds if idle_ticks else 0
+    timeout = GroupStateTimeout.NoTimeout
+    if tick_seconds:
+        keyed = keyed.withColumn("event_time", event_time(F.col("value"))) \
+            .withWatermark("event_time", f"{settings.watermark_delay_seconds} seconds")
+        timeout = GroupStateTimeout.ProcessingTimeTimeout
+    function = make_state_function(conf, source_kind, shards, files, tick_seconds)
     return keyed.groupBy("cluster", "shard").applyInPandasWithState(
-        function, OUTPUT_DDL, STATE_DDL, "append", GroupStateTimeout.NoTimeout)
+        function, OUTPUT_DDL, STATE_DDL, "append", timeout)
 
 
 def kafka_records(spark: SparkSession, settings: EngineSettings) -> DataFrame:
@@ -148,7 +175,7 @@ def start_kafka_job(spark: SparkSession, conf: Mapping[str, str], settings: Engi
     Returns the running `StreamingQuery`; its checkpoint (`engine.checkpointLocation`) holds the
     source offsets and every cluster's state, so a restart resumes where the last batch committed.
     """
-    outputs = kafka_outputs(place(kafka_records(spark, settings), conf, settings, "kafka"), settings)
+    outputs = kafka_outputs(place(kafka_records(spark, settings), conf, settings, "kafka", idle_ticks=True), settings)
     writer = outputs.writeStream.option("checkpointLocation", settings.checkpoint_location) \
         .trigger(processingTime=f"{settings.trigger_seconds} seconds").queryName(query_name)
     if settings.kafka_connector == "native":

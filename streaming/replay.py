@@ -7,6 +7,11 @@ keeps its place in its file (it inherits the time of the line before it) and is 
 job with its file and line. The spool is cut into files of `engine.replay.recordsPerTrigger` records
 and read by Spark's text source one file per micro-batch (availableNow).
 
+The end of the input is the end of time for a replay: a last spool file holds one marker row per
+cluster (`stateful.HORIZON_PART`) that settles its model up to the latest record time of the whole
+input, so a stabilization delay or flap window that ended after a cluster's last record, but before
+the recording ends, is reported, as an idle tick of the `run` job would report it.
+
 Outputs: `DIR/decisions/`, `DIR/alerts/`, `DIR/dead-letters/` (JSON lines, one file per batch and kind)
 and `DIR/summary.json`.
 """
@@ -28,6 +33,7 @@ from events import parse_time_ms
 
 from .config import ConfigError
 from .settings import EngineSettings
+from .stateful import HORIZON_PART
 
 log = logging.getLogger(__name__)
 
@@ -53,19 +59,29 @@ def input_files(paths: Iterable[str | Path]) -> list[str]:
     return found
 
 
-def _time_of(line: str) -> int | None:
+def _time_and_cluster(line: str) -> tuple[int | None, str | None]:
     try:
         obj = json.loads(line)
-        return parse_time_ms(obj["time"]) if isinstance(obj, dict) and "time" in obj else None
-    except (ValueError, TypeError, KeyError, RecursionError):
-        return None
+    except (ValueError, RecursionError):
+        return None, None
+    if not isinstance(obj, dict):
+        return None, None
+    cluster = obj.get("cluster")
+    cluster = cluster if isinstance(cluster, str) and cluster else None
+    try:
+        return (parse_time_ms(obj["time"]) if "time" in obj else None), cluster
     except Exception:  # noqa: BLE001 - a sort key only; the job dead-letters the line with its reason
-        return None
+        return None, cluster
 
 
 def write_spool(files: Sequence[str], spool: Path, records_per_file: int) -> int:
-    """Merge the inputs into time-ordered spool files `seq \\t file \\t line \\t raw`; return the record count."""
+    """Merge the inputs into time-ordered spool files `seq \\t file \\t line \\t raw`; return the record count.
+
+    After the records, one end-of-input marker per cluster: `seq \\t -1 \\t horizon_ms \\t {"cluster": name}`.
+    """
     keyed: list[tuple[int, int, int, str]] = []
+    clusters: set[str] = set()
+    horizon = -1
     for index, name in enumerate(files):
         last = -1
         with open(name, encoding="utf-8", errors="surrogateescape", newline="\n") as handle:
@@ -73,9 +89,12 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int) -> int
                 text = line.rstrip("\r\n")
                 if not text.strip():
                     continue
-                at = _time_of(text)
+                at, cluster = _time_and_cluster(text)
+                if cluster is not None:
+                    clusters.add(cluster)
                 if at is None:
                     at = last
+                horizon = max(horizon, at)
                 last = at
                 keyed.append((at, index, number, text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")))
     keyed.sort(key=lambda item: (item[0], item[1], item[2]))
@@ -88,6 +107,13 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int) -> int
                 _, index, number, text = keyed[seq]
                 out.write(f"{seq}\t{index}\t{number}\t{text}\n")
         # Spark's file source plans files by modification time: make the order explicit.
+        os.utime(target, (base + chunk, base + chunk))
+    if clusters and horizon >= 0:
+        chunk = -(-len(keyed) // max(records_per_file, 1))
+        target = spool / f"part-{chunk:08d}{SPOOL_SUFFIX}"
+        with open(target, "w", encoding="utf-8", newline="\n") as out:
+            for seq, cluster in enumerate(sorted(clusters), start=len(keyed)):
+                out.write(f"{seq}\t{HORIZON_PART}\t{horizon}\t{json.dumps({'cluster': cluster})}\n")
         os.utime(target, (base + chunk, base + chunk))
     return len(keyed)
 

@@ -16,6 +16,8 @@ DEFAULTS: dict[str, str] = {
     "engine.spark.master": "local[2]",
     "engine.spark.shufflePartitions": "2",
     "engine.trigger.seconds": "1",
+    "engine.idleTickSeconds": "5",
+    "engine.watermarkDelaySeconds": "10",
     "engine.checkpointLocation": "",
     "engine.shardsPerCluster": "1",
     "engine.kafka.bootstrapServers": "",
@@ -63,6 +65,8 @@ class EngineSettings:
     spark_master: str = "local[2]"
     shuffle_partitions: int = 2
     trigger_seconds: float = 1.0
+    idle_tick_seconds: int = 5
+    watermark_delay_seconds: int = 10
     checkpoint_location: str = ""
     shards_per_cluster: int = 1
     bootstrap_servers: str = ""
@@ -103,6 +107,8 @@ class EngineSettings:
             spark_master=str(conf.get("engine.spark.master", DEFAULTS["engine.spark.master"])).strip(),
             shuffle_partitions=_int(conf, "engine.spark.shufflePartitions", minimum=1),
             trigger_seconds=trigger_seconds,
+            idle_tick_seconds=_int(conf, "engine.idleTickSeconds", minimum=0),
+            watermark_delay_seconds=_int(conf, "engine.watermarkDelaySeconds", minimum=0),
             checkpoint_location=str(conf.get("engine.checkpointLocation", "")).strip(),
             shards_per_cluster=_int(conf, "engine.shardsPerCluster", minimum=1),
             bootstrap_servers=str(conf.get("engine.kafka.bootstrapServers", "")).strip(),

@@ -3,14 +3,23 @@
 Spark calls `make_state_function(...)`'s result once per group and micro-batch, on an executor's
 Python worker. Everything it needs travels in its closure (picklable: the configuration mapping and
 the replay file table). Records are parsed here, inside the group, so every dead letter keeps its
-source; the model is one versioned blob in Spark's state store (`state.snapshot`).
+source; the model is one versioned blob in Spark's state store (`state.snapshot`), stored with the
+time its next timed change falls due.
+
+Idle clusters (`engine.idleTickSeconds` > 0, the `run` job): a group whose model has a stabilization
+delay or flap window running arms a processing-time timeout. When it fires (the cluster had no records for that long), the model
+is settled up to the event-time watermark (`state.step`'s `horizon_ms`), so an ended stabilization
+delay or flap window is reported without waiting for the cluster's next record, with the outputs and
+ids that record would have brought. While the watermark has not reached the due time the timeout is
+re-armed without loading the model. A replay ticks every cluster once, at the end of its input,
+through marker rows (`HORIZON_PART`) the spool writer adds.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -26,10 +35,22 @@ log = logging.getLogger(__name__)
 
 INPUT_COLUMNS = ("cluster", "shard", "o1", "o2", "o3", "src_name", "src_part", "src_pos", "value")
 OUTPUT_DDL = "kind string, cluster string, id string, value string"
-STATE_DDL = "model binary"
+STATE_DDL = "model binary, next_due_ms long"
 
 SOURCE_FILE = "file"
 SOURCE_KAFKA = "kafka"
+
+HORIZON_PART = -1
+"""`src_part` of a replay's end-of-input marker row (file source only; its value is the horizon in ms)."""
+
+
+class Stepped(NamedTuple):
+    """What `guarded_step` returns: the new state blob, the outputs, and when the model's next
+    stabilization delay or flap window ends (None: none runs, or the group keeps no state)."""
+
+    state: bytes | None
+    outputs: list[Output]
+    next_due_ms: int | None
 
 
 def _origin(kind: str, name: str, part: int, pos: int, files: Sequence[str]) -> Origin:
@@ -59,26 +80,33 @@ def _internal_error_outputs(item: Any, cluster: str, exc: Exception, settings: M
 
 
 def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settings: ModelSettings,
-                 conf: Mapping[str, str], shard: int = 0, shards: int = 1,
-                 step_fn: Callable[..., Any] = step) -> tuple[bytes | None, list[Output]]:
-    """`state.step` over one group's records, with the engine's one catch-all (STYLE R8).
+                 conf: Mapping[str, str], shard: int = 0, shards: int = 1, horizon_ms: int | None = None,
+                 step_fn: Callable[..., Any] = step) -> Stepped:
+    """`state.step` over one group's records (or an idle tick), with the engine's one catch-all (STYLE R8).
 
     A bug must not turn into a crash loop (Spark would re-run the same batch forever) nor lose a
     record: when the batch step raises, the records are stepped one at a time from the last good
     state, and each record the engine fails on becomes an INTERNAL_ERROR dead letter (plus a failed
-    decision for a request), while the others are applied normally.
+    decision for a request), while the others are applied normally. A failing tick leaves the state
+    as it was (the cluster's next record settles it).
 
     Returns:
-        The new state blob (None for the unreadable-cluster group, which keeps no state) and the outputs.
+        The new state blob (None for the unreadable-cluster group, which keeps no state), the
+        outputs, and when the model's next departure timer ends.
     """
     model = loads(state, conf) if state is not None else None
     try:
-        result = step_fn(model, cluster, items, settings, conf, shard=shard, shards=shards)
-        return (dumps(result.model) if cluster else None), list(result.outputs)
+        result = step_fn(model, cluster, items, settings, conf, shard=shard, shards=shards, horizon_ms=horizon_ms)
+        return _stepped(result.model, list(result.outputs)) if cluster else Stepped(None, list(result.outputs), None)
     except Exception as exc:  # noqa: BLE001 - the per-request guard; everything else is typed
+        if not items:
+            log.error("cluster %s: settling up to %s failed (%s: %s); left to the cluster's next record",
+                      cluster, horizon_ms, type(exc).__name__, exc)
+            return Stepped(state, [], None)
         log.error("cluster %s: processing %d records failed (%s: %s); retrying them one by one",
                   cluster, len(items), type(exc).__name__, exc)
     current, produced = state, []
+    model = None
     for item in items:
         model = loads(current, conf) if current is not None else None
         try:
@@ -87,28 +115,53 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
             log.error("cluster %s: record %s failed (%s: %s); sent to the dead letters", cluster,
                       getattr(item, "request_id", None) or getattr(item, "type", "?"), type(exc).__name__, exc)
             produced.extend(_internal_error_outputs(item, cluster, exc, settings))
+            model = None
             continue
-        current = dumps(result.model) if cluster else None
+        model = result.model
+        current = dumps(model) if cluster else None
         produced.extend(result.outputs)
-    return current, produced
+    if current is None or not cluster:
+        return Stepped(current, produced, None)
+    if horizon_ms is not None:
+        ticked = guarded_step(current, cluster, [], settings, conf, shard, shards, horizon_ms, step_fn)
+        return Stepped(ticked.state, produced + ticked.outputs, ticked.next_due_ms)
+    model = model if model is not None else loads(current, conf)
+    return Stepped(current, produced, model.next_departure_due_ms())
+
+
+def _stepped(model: Any, produced: list[Output]) -> Stepped:
+    return Stepped(dumps(model), produced, model.next_departure_due_ms())
 
 
 def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int = 1,
-                        files: Sequence[str] = ()):
-    """Build the per-group function; `conf` holds placement and engine keys as strings."""
+                        files: Sequence[str] = (), tick_seconds: float = 0):
+    """Build the per-group function; `conf` holds placement and engine keys as strings.
+
+    `tick_seconds` > 0 arms idle ticks (the query must use `GroupStateTimeout.ProcessingTimeTimeout`
+    and define an event-time watermark); 0 leaves idle clusters to their next record.
+    """
     conf = dict(conf)
     files = list(files)
     settings = ModelSettings.from_conf(conf)
+    tick_ms = int(tick_seconds * 1000)
 
     def on_group(key: tuple, frames: Iterator[pd.DataFrame], group_state) -> Iterator[pd.DataFrame]:
         cluster, shard = key[0], int(key[1])
+        stored = group_state.get if cluster and group_state.exists else None
+        if group_state.hasTimedOut:
+            yield _frame(on_tick(cluster, shard, stored, group_state))
+            return
         chunks = list(frames)
         frame = chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
         order = np.lexsort((frame["o3"].to_numpy(), frame["o2"].to_numpy(), frame["o1"].to_numpy()))
         names, parts = frame["src_name"].to_numpy()[order], frame["src_part"].to_numpy()[order]
         positions, values = frame["src_pos"].to_numpy()[order], frame["value"].to_numpy()[order]
         items = []
+        horizon_ms = None
         for name, part, pos, value in zip(names, parts, positions, values):
+            if source_kind == SOURCE_FILE and part == HORIZON_PART:
+                horizon_ms = max(horizon_ms or 0, int(pos))
+                continue
             origin = _origin(source_kind, name, part, pos, files)
             item = parse_record(value if value is not None else "", origin)
             if not isinstance(item, DeadLetter) and item.cluster != cluster:
@@ -116,15 +169,39 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
                 item = DeadLetter(raw=value, source=origin.to_record(), reason=Reason.INVALID_JSON,
                                   detail="cluster: the record names its cluster more than once")
             items.append(item)
-        state = group_state.get[0] if cluster and group_state.exists else None
-        new_state, produced = guarded_step(state, cluster, items, settings, conf, shard, shards)
-        if new_state is not None:
-            group_state.update((new_state,))
-        yield pd.DataFrame({
-            "kind": [o.kind for o in produced],
-            "cluster": [o.cluster for o in produced],
-            "id": [o.id for o in produced],
-            "value": [o.to_json() for o in produced],
-        })
+        state = stored[0] if stored is not None else None
+        stepped = guarded_step(state, cluster, items, settings, conf, shard, shards, horizon_ms)
+        _store(group_state, stepped)
+        yield _frame(stepped.outputs)
+
+    def on_tick(cluster: str, shard: int, stored: tuple | None, group_state) -> list[Output]:
+        if stored is None:
+            return []
+        blob, due = stored
+        horizon = group_state.getCurrentWatermarkMs()
+        if due is None:
+            return []
+        if horizon < due:
+            group_state.setTimeoutDuration(tick_ms)
+            return []
+        stepped = guarded_step(blob, cluster, [], settings, conf, shard, shards, horizon)
+        _store(group_state, stepped)
+        return stepped.outputs
+
+    def _store(group_state, stepped: Stepped) -> None:
+        if stepped.state is None:
+            return
+        group_state.update((stepped.state, stepped.next_due_ms))
+        if tick_ms and stepped.next_due_ms is not None:
+            group_state.setTimeoutDuration(tick_ms)
 
     return on_group
+
+
+def _frame(produced: Sequence[Output]) -> pd.DataFrame:
+    return pd.DataFrame({
+        "kind": [o.kind for o in produced],
+        "cluster": [o.cluster for o in produced],
+        "id": [o.id for o in produced],
+        "value": [o.to_json() for o in produced],
+    })

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from events import format_time
 from streaming.cli import main
 from streaming.demo import generate, write_input
 from streaming.replay import run_replay
@@ -108,6 +109,23 @@ def test_replay_is_deterministic_across_runs_batch_sizes_files_and_shards(spark,
     # Sharding one cluster's requests over 3 keys gives the same decisions.
     sharded = _outputs(_replay(spark, tmp_path, [single], "sharded", **{"engine.shardsPerCluster": 3})[0])
     assert sharded[0] == reference[0] and sharded[1] == reference[1]
+
+
+def test_the_end_of_a_replay_reports_a_delay_that_ended_after_a_cluster_went_quiet(spark, tmp_path):
+    """c1's last record is a lost bookie; the recording goes on (c2) past the end of c1's 30 s delay."""
+    records = [*[{"type": "bookie_writable", "cluster": c, "time": _t(0), "bookie": f"bk{i}:3181",
+                  "location": f"/rack{i % 3}"} for c in ("c1", "c2") for i in range(6)],
+               {"type": "bookie_lost", "cluster": "c1", "time": _t(10), "bookie": "bk0:3181"},
+               *[{"type": "ledger_create", "cluster": "c2", "time": _t(20 + n), "request_id": f"r{n}",
+                  "ensemble_size": 3, "write_quorum": 3, "ack_quorum": 2} for n in range(30)]]
+    source = tmp_path / "quiet.jsonl"
+    source.write_text(_lines(records))
+    runs = [_outputs(_replay(spark, tmp_path, [source], f"quiet-{size}", networkTopologyStabilizePeriodSeconds=30,
+                             **{"engine.replay.recordsPerTrigger": size})[0]) for size in (7, 1000)]
+    assert runs[0] == runs[1]
+    ended = [a for a in runs[0][1] if a["type"] == "placement.bookie.departure_pending.resolved"]
+    assert [(a["subject"], a["time"], a["data"]["outcome"]) for a in ended] == \
+        [("bk0:3181", format_time(_t(40)), "expired")]
 
 
 def test_cli_replay_writes_the_contract_layout(spark, tmp_path, capsys):

@@ -3,6 +3,7 @@ alerts and dead letters out, restart from the checkpoint, and the kafka-python a
 
 import io
 import json
+import time
 from argparse import Namespace
 
 import pytest
@@ -60,11 +61,33 @@ def _conf(kafka_bootstrap, topics, checkpoint):
     }
 
 
+CAUGHT_UP_GUARD_S = 240
+
+
+def _caught_up(query) -> bool:
+    """The last micro-batch ended with every source at the end of its topics (as they were when it began)."""
+    progress = query.lastProgress
+    return bool(progress) and all(
+        json.loads(source["endOffset"]) == json.loads(source["latestOffset"]) for source in progress["sources"])
+
+
+def _wait_for(condition, query, what):
+    """Poll `condition()` until it holds (the query's failure is re-raised); a hang guard, not a timing."""
+    deadline = time.monotonic() + CAUGHT_UP_GUARD_S
+    while not condition():
+        if query.exception() is not None:
+            raise query.exception()
+        assert time.monotonic() < deadline, f"{what}: not reached within {CAUGHT_UP_GUARD_S} s"
+        time.sleep(0.2)
+
+
 def _run_once(spark, conf, name):
+    """Run until the job has consumed everything, then stop. With idle ticks on (the default), Spark
+    runs no-data micro-batches every trigger, so processAllAvailable() would never return."""
     settings = EngineSettings.from_conf(conf, frozenset(MODEL_KEYS))
     query = start_kafka_job(spark, conf, settings, query_name=name)
     try:
-        query.processAllAvailable()
+        _wait_for(lambda: _caught_up(query), query, "the job consuming both topics")
     finally:
         query.stop()
 
@@ -113,6 +136,36 @@ def test_run_answers_every_request_across_a_restart(spark, kafka_bootstrap, topi
     assert headers["ce_specversion"] == b"1.0" and headers["ce_type"].startswith(b"placement.")
     assert headers["ce_source"] == b"placement-engine/c1"
     assert json.loads(alerts[0].value)["severity"]
+
+
+def _alert_types(bootstrap, topic):
+    return [(dict(r.headers)["ce_type"].decode(), dict(r.headers)["ce_subject"].decode(),
+             dict(r.headers)["ce_time"].decode(), json.loads(r.value)) for r in consume_all(bootstrap, topic)]
+
+
+def test_an_idle_cluster_reports_an_ended_stabilization_delay_without_a_record(spark, kafka_bootstrap, topics,
+                                                                              tmp_path):
+    """c1 loses a bookie and then sends nothing; c2's later records move the event-time watermark past
+    the end of c1's 2 s delay, and the idle tick reports it, stamped with the time the delay ended."""
+    conf = {**_conf(kafka_bootstrap, topics, tmp_path / "checkpoint"), "networkTopologyStabilizePeriodSeconds": "2",
+            "engine.idleTickSeconds": "1", "engine.watermarkDelaySeconds": "0"}
+    lost = {"type": "bookie_lost", "cluster": "c1", "time": _iso(20), "bookie": "bk0:3181"}
+    later = {"type": "bookie_writable", "cluster": "c2", "time": _iso(60), "bookie": "bk9:3181", "location": "/rack0"}
+    produce_records(kafka_bootstrap, topics["events"], _keyed(_bookies("c1") + _bookies("c2") + [lost, later]))
+    settings = EngineSettings.from_conf(conf, frozenset(MODEL_KEYS))
+    query = start_kafka_job(spark, conf, settings, query_name="run-idle-tick")
+    resolved = "placement.bookie.departure_pending.resolved"
+    try:
+        _wait_for(lambda: any(t == resolved for t, *_ in _alert_types(kafka_bootstrap, topics["alerts"])), query,
+                  "the idle tick's departure_pending.resolved alert")
+    finally:
+        query.stop()
+    alerts = _alert_types(kafka_bootstrap, topics["alerts"])
+    pending = [(subject, time_, data) for t, subject, time_, data in alerts if t == "placement.bookie.departure_pending"]
+    ended = [(subject, time_, data) for t, subject, time_, data in alerts if t == resolved]
+    assert [(s, t) for s, t, _ in pending] == [("bk0:3181", _iso(20))]
+    assert [(s, t) for s, t, _ in ended] == [("bk0:3181", _iso(22))]
+    assert ended[0][2]["outcome"] == "expired"
 
 
 def test_alert_consumer_deduplicates_and_filters_against_the_broker(kafka_bootstrap, topics, tmp_path):

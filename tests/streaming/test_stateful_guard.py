@@ -22,7 +22,7 @@ def _records():
 
 def test_without_a_bug_the_guard_is_the_plain_step():
     items = _records()
-    state, produced = guarded_step(None, "c1", items, SETTINGS, CONF)
+    state, produced, _ = guarded_step(None, "c1", items, SETTINGS, CONF)
     direct = step(None, "c1", items, SETTINGS, CONF)
     assert [o.to_json() for o in produced] == [o.to_json() for o in direct.outputs]
     assert loads(state, CONF).writable == direct.model.writable
@@ -36,7 +36,7 @@ def test_a_record_the_engine_fails_on_becomes_a_dead_letter_and_a_failed_decisio
             raise KeyError("boom")
         return step(model, cluster, batch, settings, conf, **kwargs)
 
-    state, produced = guarded_step(None, "c1", items, SETTINGS, CONF, step_fn=buggy_step)
+    state, produced, _ = guarded_step(None, "c1", items, SETTINGS, CONF, step_fn=buggy_step)
     decisions = {o.payload["request_id"]: o.payload for o in produced if o.kind == "decision"}
     assert decisions["r0"]["status"] == "ok" and decisions["r2"]["status"] == "ok"
     assert decisions["r1"]["status"] == "failed" and decisions["r1"]["error"]["code"] == "INTERNAL_ERROR"
