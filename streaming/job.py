@@ -98,7 +98,7 @@ def kafka_records(spark: SparkSession, settings: EngineSettings) -> DataFrame:
         reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
     for key, value in sorted(settings.kafka_client.items()):
         reader = reader.option(f"kafka.{key}", value)
-    raw = reader.load()
+    raw = _load_native_checked(reader) if settings.kafka_connector == "native" else reader.load()
     rank = F.when(F.col("topic") == settings.events_topic, F.lit(0)).otherwise(F.lit(1))
     return raw.select(
         F.col("value").cast("string").alias("value"),
@@ -109,6 +109,27 @@ def kafka_records(spark: SparkSession, settings: EngineSettings) -> DataFrame:
         F.col("partition").cast("int").alias("src_part"),
         F.col("offset").cast("long").alias("src_pos"),
     )
+
+
+NATIVE_MISSING = "KAFKA_DATA_SOURCE_NOT_ENABLED"
+
+
+def _load_native_checked(reader) -> DataFrame:  # noqa: ANN001 - a DataStreamReader
+    """Load with Spark's own connector; its absence is a configuration error, not a stack trace."""
+    from pyspark.errors import AnalysisException
+
+    from .config import ConfigError
+
+    try:
+        return reader.load()
+    except AnalysisException as exc:
+        if exc.getCondition() != NATIVE_MISSING:
+            raise
+        version = getattr(getattr(reader, "_spark", None), "version", "<your Spark version>")
+        raise ConfigError(
+            "engine.kafka.connector: 'native' needs Spark's Kafka connector on the classpath, which this Spark "
+            f"does not have; add --packages org.apache.spark:spark-sql-kafka-0-10_2.13:{version} (or the jar) "
+            "to spark-submit, or set engine.kafka.connector=python") from None
 
 
 CLOUDEVENT_HEADERS = (("ce_specversion", "$.specversion"), ("ce_id", "$.id"), ("ce_source", "$.source"),

@@ -211,3 +211,16 @@ def test_run_refuses_to_start_on_a_missing_topic_naming_the_key(kafka_bootstrap,
     assert main(["run", "--conf", str(conf_file), "--set", "engine.kafka.alertsTopic=no-such-topic"]) == 2
     err = capsys.readouterr().err
     assert "engine.kafka.alertsTopic" in err and "no-such-topic" in err and "Traceback" not in err
+
+
+def test_run_with_the_native_connector_missing_is_a_configuration_error(spark, kafka_bootstrap, topics, tmp_path,
+                                                                         capsys):
+    """This Spark has no spark-sql-kafka jar (no Maven here): `native` must say so and how to fix it."""
+    from streaming.cli import main
+
+    conf_file = tmp_path / "run.properties"
+    conf_file.write_text("".join(f"{k}={v}\n" for k, v in _conf(kafka_bootstrap, topics, tmp_path / "c").items()))
+    assert main(["run", "--conf", str(conf_file), "--set", "engine.kafka.connector=native"]) == 2
+    err = capsys.readouterr().err
+    assert "engine.kafka.connector" in err and "spark-sql-kafka-0-10_2.13:4.3" in err
+    assert "Traceback" not in err
