@@ -81,13 +81,19 @@ def _wait_for(condition, query, what):
         time.sleep(0.2)
 
 
-def _run_once(spark, conf, name):
-    """Run until the job has consumed everything, then stop. With idle ticks on (the default), Spark
-    runs no-data micro-batches every trigger, so processAllAvailable() would never return."""
+def _run_once(spark, conf, name, *, stop_mid_stream=False):
+    """Run until the job has consumed everything (or, `stop_mid_stream`, until its first micro-batch
+    with input committed), then stop. With idle ticks on (the default), Spark runs no-data micro-batches
+    every trigger, so processAllAvailable() would never return."""
     settings = EngineSettings.from_conf(conf, frozenset(MODEL_KEYS))
     query = start_kafka_job(spark, conf, settings, query_name=name)
     try:
-        _wait_for(lambda: _caught_up(query), query, "the job consuming both topics")
+        if stop_mid_stream:
+            _wait_for(lambda: any(p["numInputRows"] > 0 for p in query.recentProgress), query,
+                      "the job's first micro-batch with input")
+            assert not _caught_up(query), "the first batch took everything: the restart would not be mid-stream"
+        else:
+            _wait_for(lambda: _caught_up(query), query, "the job consuming both topics")
     finally:
         query.stop()
 
@@ -104,7 +110,8 @@ def test_run_answers_every_request_across_a_restart(spark, kafka_bootstrap, topi
     check = {"type": "ensemble_check", "cluster": "c1", "time": _iso(50), "request_id": "check-1",
              "ledger_id": 99, "ensemble": ["bk0:3181", "bk3:3181"], "write_quorum": 2, "ack_quorum": 2}
     produce_records(kafka_bootstrap, topics["requests"], _keyed([check]))
-    _run_once(spark, conf, "run-e2e-1")
+    # At most 10 records per micro-batch: the first run stops with most of the backlog unread.
+    _run_once(spark, {**conf, "engine.kafka.maxOffsetsPerTrigger": "10"}, "run-e2e-1", stop_mid_stream=True)
 
     second = _creates("c1", 20, 15)
     produce_records(kafka_bootstrap, topics["requests"], _keyed(second))
