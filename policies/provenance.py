@@ -43,12 +43,16 @@ RULE_REGIONS = "regions"        # region-aware: the ensemble spans fewer regions
 RULE_ZONES = "zones"            # zone-aware: fewer zones than desiredNumZonesPerWriteQuorum
 RULE_ISOLATION = "isolation"    # isolation: secondary groups or ungrouped bookies admitted
 
-_POSITIONS = tuple(f"position {i}" for i in range(256))
+#: `step` names of ensemble positions, built once: `POSITIONS[i] == "position <i>"`. Grown by `position`
+#: (call `position(size - 1)` once before indexing up to `size - 1` on a hot path).
+POSITIONS: list[str] = [f"position {i}" for i in range(64)]
 
 
 def position(index: int) -> str:
-    """The `step` name of ensemble position `index` (built once for the first 256 positions)."""
-    return _POSITIONS[index] if index < 256 else f"position {index}"
+    """The `step` name of ensemble position `index` (`POSITIONS[index]`, growing the list if needed)."""
+    if index >= len(POSITIONS):
+        POSITIONS.extend(f"position {i}" for i in range(len(POSITIONS), index + 1))
+    return POSITIONS[index]
 
 
 def unavailable(policy: Any, excluded: dict[str, list[str]]) -> None:
@@ -117,7 +121,7 @@ def fixed(policy: str, ensemble: list[str], adherence: Adherence, replaced: Mapp
 __all__ = [
     "EXCLUDED_CALLER", "EXCLUDED_DEFAULT_FAULT_DOMAIN", "EXCLUDED_DEFAULT_RACK", "EXCLUDED_DISALLOWED_REGION",
     "EXCLUDED_ENSEMBLE", "EXCLUDED_ISOLATION", "EXCLUDED_JOIN_FAILED", "EXCLUDED_NOT_WRITABLE",
-    "EXCLUDED_READONLY", "RULE_ISOLATION", "RULE_RACKS", "RULE_REGIONS", "RULE_ZONES", "failed", "fixed", "no_fix",
+    "EXCLUDED_READONLY", "POSITIONS", "RULE_ISOLATION", "RULE_RACKS", "RULE_REGIONS", "RULE_ZONES", "failed", "fixed", "no_fix",
     "position",
     "retried", "unavailable",
 ]

@@ -38,7 +38,8 @@ from .base import TopologyAwarePolicy
 from .coverage import NO_CONSTRAINTS, CoverageEnsemble
 from .errors import NotEnoughBookiesError
 from .location import ROOT
-from .provenance import RULE_RACKS, failed, fixed, no_fix, position as position_name, retried, unavailable
+from .provenance import (POSITIONS, RULE_RACKS, failed, fixed, no_fix, position as position_name, retried,
+                         unavailable)
 from .read_order import SlowBookieCache, add_missing, reorder_read_sequence
 from .resolver import LocationResolver
 from .rack_weights import RackWeights
@@ -499,10 +500,11 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         """`select_from_network_location_excluding_racks` without the clock tick; with `steps`, one
         `replacement` step per scope tried (same rack, unused racks, random), counted in O(excluded + racks)."""
         ensemble = NO_CONSTRAINTS if ensemble is None else ensemble
-        per_rack = self.topology.rack_counts(exclude) if steps is not None else None
+        record = steps is not None
         if scope is not None:
-            if per_rack is not None:
-                in_rack = len(self.topology.bookies_in(scope)) - per_rack.get(scope, 0)
+            if record:
+                rack_of = self.topology.rack_of
+                in_rack = len(self.topology.bookies_in(scope)) - sum(1 for b in exclude if rack_of(b) == scope)
                 steps.append({"step": _STEP_REPLACEMENT, "scope": _SCOPE_SAME_RACK, "candidates": in_rack,
                               "racks": int(in_rack > 0)})
             try:
@@ -532,7 +534,8 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             def outside(bookie: str) -> bool:
                 return bookie in known
         private = set(exclude)
-        if per_rack is not None:
+        if record:
+            per_rack = self.topology.rack_counts(exclude)
             unused = set(racks)
             eligible = eligible_racks = 0
             for rack, (start, end) in self._index()[2].items():
@@ -554,7 +557,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         if fallbacks is not None:
             fallbacks.append("no eligible bookie in a rack unused by the ensemble; chose a random bookie "
                              "of the cluster")
-        if per_rack is not None:
+        if record:
             known = self.known
             steps.append({"step": _STEP_REPLACEMENT, "scope": _SCOPE_RANDOM,
                           "candidates": len(known) - sum(1 for b in exclude if b in known)})
@@ -587,9 +590,12 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         excluded = set(exclude)
         explain_excluded: dict[str, list[str]] = {"caller": sorted(excluded)} if excluded else {}
         self._default_rack_exclusion(excluded, explain_excluded)
-        unavailable(self, explain_excluded)
+        if self.readonly or self.join_failures:
+            unavailable(self, explain_excluded)
         fallbacks: list[str] = []
         steps: list[dict[str, Any]] = []
+        if ensemble_size > len(POSITIONS):
+            position_name(ensemble_size)
         try:
             ensemble, adherence = self._place(ensemble_size, write_quorum, ack_quorum, excluded, None, None, rng,
                                               fallbacks, steps)
@@ -727,11 +733,11 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                 break
             if record:
                 if counted is None:
-                    steps.append({"step": position_name(p), "scope": _SCOPE_UNUSED, "candidates": remaining,
+                    steps.append({"step": POSITIONS[p], "scope": _SCOPE_UNUSED, "candidates": remaining,
                                   "racks": racks_total - p})
                 else:
                     ex, full = counted.outside(used)
-                    steps.append({"step": position_name(p), "scope": _SCOPE_UNUSED, "candidates": remaining - ex,
+                    steps.append({"step": POSITIONS[p], "scope": _SCOPE_UNUSED, "candidates": remaining - ex,
                                   "racks": racks_total - p - full})
             chosen.append(bookie)
             exclude.add(bookie)
@@ -776,7 +782,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                     ex, full = counted.outside(used)
                 else:
                     ex, full = counted.outside(()) if scope_name == ROOT else counted.within(scope_name)
-                steps.append({"step": position_name(len(chosen)),
+                steps.append({"step": POSITIONS[len(chosen)],
                               "scope": _SCOPE_UNUSED if chosen else (_SCOPE_CLUSTER if scope_name == ROOT
                                                                      else _SCOPE_LOCAL),
                               "candidates": size - ex, "racks": racks_in - full})
@@ -855,7 +861,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                     where = _SCOPE_UNUSED
                     racks_in = racks_total - sum(1 for rack in set(avoid) if rack in ranges)
             if record:
-                name = position_name(position)
+                name = POSITIONS[position]
                 steps.append({"step": name, "scope": where, "candidates": len(leaves) - ex,
                               "racks": racks_in - full})
                 before = len(exclude)
@@ -942,7 +948,8 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         if excluded:
             explain_excluded["caller"] = sorted(excluded)
         self._default_rack_exclusion(excluded, explain_excluded)
-        unavailable(self, explain_excluded)
+        if self.readonly or self.join_failures:
+            unavailable(self, explain_excluded)
         others = [b for b in current if b != bookie_to_replace]
         if others:
             explain_excluded["ensemble"] = sorted(set(others))
