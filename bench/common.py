@@ -488,7 +488,10 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 class FakeGroupState:
-    """The part of Spark's GroupState the engine's state function uses (get, exists, update)."""
+    """The part of Spark's GroupState the engine's state function uses (get, exists, update,
+    hasTimedOut; no timeouts fire here)."""
+
+    hasTimedOut = False  # noqa: N815 - Spark's name
 
     def __init__(self) -> None:
         self.value: tuple | None = None

@@ -13,11 +13,20 @@ delay or flap window is reported without waiting for the cluster's next record, 
 ids that record would have brought. While the watermark has not reached the due time the timeout is
 re-armed without loading the model. A replay ticks every cluster once, at the end of its input,
 through marker rows (`HORIZON_PART`) the spool writer adds.
+
+Worker-local model cache: Spark reuses its Python workers across micro-batches, so each worker
+keeps the live models it stepped last (`ModelCache`, bounded), keyed by (configuration, cluster,
+shard, shards) and tagged with the exact state blob the step stored. The next batch reuses the live
+model (its policy's caches warm) only when the blob Spark hands back is byte-for-byte that blob;
+otherwise (another worker stepped the group since, a batch re-run after a failure reads an older
+state, a fresh checkpoint) it is loaded from the blob as before. The blob is still written every
+batch, so recovery never depends on the cache, and outputs are the same with or without it.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -42,6 +51,59 @@ SOURCE_KAFKA = "kafka"
 
 HORIZON_PART = -1
 """`src_part` of a replay's end-of-input marker row (file source only; its value is the horizon in ms)."""
+
+
+class ModelCache:
+    """Live models of this worker's recent groups, each tagged with the state blob it was stored as.
+
+    Bounded by `max_entries` models and by `max_bytes` of their blobs (a model's heap is roughly
+    ten to twenty times its compressed blob); the least recently used go first. A model is taken out
+    while it is stepped (`take`) and put back only after a successful step (`put`), so a step that
+    raised can never leave a half-applied model behind.
+    """
+
+    def __init__(self, max_entries: int = 256, max_bytes: int = 32 << 20) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple, tuple[bytes, Any]] = OrderedDict()
+        self._bytes = 0
+        self.hits = 0
+        self.misses = 0
+
+    def take(self, key: tuple, blob: bytes) -> Any | None:
+        """The live model stored as exactly `blob` under `key` (removed from the cache), or None."""
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._bytes -= len(entry[0])
+            if entry[0] == blob:
+                self.hits += 1
+                return entry[1]
+        self.misses += 1
+        return None
+
+    def put(self, key: tuple, blob: bytes, model: Any) -> None:
+        """Keep `model`, just stored as `blob`, for the group's next batch."""
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._bytes -= len(old[0])
+        if self.max_entries <= 0 or len(blob) > self.max_bytes:
+            return
+        self._entries[key] = (blob, model)
+        self._bytes += len(blob)
+        while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+            _, (dropped, _) = self._entries.popitem(last=False)
+            self._bytes -= len(dropped)
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+MODEL_CACHE = ModelCache()
+"""This worker's cache (module-level: it outlives the per-task function Spark unpickles)."""
 
 
 class Stepped(NamedTuple):
@@ -81,7 +143,8 @@ def _internal_error_outputs(item: Any, cluster: str, exc: Exception, settings: M
 
 def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settings: ModelSettings,
                  conf: Mapping[str, str], shard: int = 0, shards: int = 1, horizon_ms: int | None = None,
-                 step_fn: Callable[..., Any] = step) -> Stepped:
+                 step_fn: Callable[..., Any] = step, cache_key: tuple | None = None,
+                 cache: ModelCache | None = None) -> Stepped:
     """`state.step` over one group's records (or an idle tick), with the engine's one catch-all (STYLE R8).
 
     A bug must not turn into a crash loop (Spark would re-run the same batch forever) nor lose a
@@ -90,14 +153,29 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     decision for a request), while the others are applied normally. A failing tick leaves the state
     as it was (the cluster's next record settles it).
 
+    With a `cache_key` (and `cache`, by default this worker's `MODEL_CACHE`), the live model stored
+    as `state` by an earlier call is reused instead of loading `state`, and the stepped model is kept
+    for the next call; see `ModelCache`.
+
     Returns:
         The new state blob (None for the unreadable-cluster group, which keeps no state), the
         outputs, and when the model's next departure timer ends.
     """
-    model = loads(state, conf) if state is not None else None
+    if cache_key is not None and cache is None:
+        cache = MODEL_CACHE
+    model = None
+    if state is not None:
+        model = cache.take(cache_key, state) if cache_key is not None else None
+        if model is None:
+            model = loads(state, conf)
     try:
         result = step_fn(model, cluster, items, settings, conf, shard=shard, shards=shards, horizon_ms=horizon_ms)
-        return _stepped(result.model, list(result.outputs)) if cluster else Stepped(None, list(result.outputs), None)
+        if not cluster:
+            return Stepped(None, list(result.outputs), None)
+        stepped = _stepped(result.model, list(result.outputs))
+        if cache_key is not None:
+            cache.put(cache_key, stepped.state, result.model)
+        return stepped
     except Exception as exc:  # noqa: BLE001 - the per-request guard; everything else is typed
         if not items:
             log.error("cluster %s: settling up to %s failed (%s: %s); left to the cluster's next record",
@@ -144,6 +222,7 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
     files = list(files)
     settings = ModelSettings.from_conf(conf)
     tick_ms = int(tick_seconds * 1000)
+    conf_key = tuple(sorted(conf.items()))  # cached models are reused only under the same configuration
 
     def on_group(key: tuple, frames: Iterator[pd.DataFrame], group_state) -> Iterator[pd.DataFrame]:
         cluster, shard = key[0], int(key[1])
@@ -170,7 +249,8 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
                                   detail="cluster: the record names its cluster more than once")
             items.append(item)
         state = stored[0] if stored is not None else None
-        stepped = guarded_step(state, cluster, items, settings, conf, shard, shards, horizon_ms)
+        stepped = guarded_step(state, cluster, items, settings, conf, shard, shards, horizon_ms,
+                               cache_key=(conf_key, cluster, shard, shards))
         _store(group_state, stepped)
         yield _frame(stepped.outputs)
 
@@ -184,7 +264,8 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
         if horizon < due:
             group_state.setTimeoutDuration(tick_ms)
             return []
-        stepped = guarded_step(blob, cluster, [], settings, conf, shard, shards, horizon)
+        stepped = guarded_step(blob, cluster, [], settings, conf, shard, shards, horizon,
+                               cache_key=(conf_key, cluster, shard, shards))
         _store(group_state, stepped)
         return stepped.outputs
 
