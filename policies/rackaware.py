@@ -1295,7 +1295,8 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                                                           f"{self.topology.rack_of(bookie)}"
         tree = self.topology.bookies()
         pending = set(getattr(self.topology, "pending", {}))
-        assert set(tree) == set(self.known) | pending, "tree leaves are not known or pending bookies"
+        in_tree = pending - set(getattr(self.topology, "set_aside", {}))   # set-aside leaves are out of it
+        assert set(tree) == set(self.known) | in_tree, "tree leaves are not known or pending bookies"
         assert not (pending & set(self.known)), "a known bookie is pending departure"
         if self._known_sorted is not None:
             assert self._known_sorted == tuple(sorted(self.known))

@@ -90,7 +90,8 @@ class NetworkTopology:
         Raises:
             InvalidLocationError: the location is ROOT, does not start with `/`, names an existing
                 leaf, or the bookie id contains `/`.
-            InvalidTopologyError: the leaf's depth differs from the leaves already present.
+            InvalidTopologyError: the leaf's depth differs from the leaves already present (the
+                bookie's own leaf does not count when it is the only one: the move resets the depth).
         """
         rack = normalize(location)
         if rack == ROOT:
@@ -99,7 +100,7 @@ class NetworkTopology:
         if "/" in bookie:
             raise InvalidLocationError(f"bookie id {bookie!r} contains '/'")
         depth = leaf_depth(rack)
-        if self._depth is not None and depth != self._depth:
+        if self._depth is not None and depth != self._depth and not self._only_leaf(bookie):
             raise InvalidTopologyError(
                 f"bookie {bookie} at {rack} has depth {depth} but the cluster's leaves have depth "
                 f"{self._depth}: every bookie location must have the same number of levels")
@@ -122,6 +123,11 @@ class NetworkTopology:
         self._rack_of[bookie] = rack
         self._depth = depth
         self._flat = None
+
+    def _only_leaf(self, bookie: str) -> bool:
+        """Whether `bookie` holds the tree's only leaf: moving it is a remove then an add, and the
+        remove leaves the tree empty, which resets the recorded depth (spec §1.5)."""
+        return len(self._rack_of) == 1 and bookie in self._rack_of
 
     def remove(self, bookie: str) -> None:
         """Remove a leaf; removing an absent bookie is a no-op."""

@@ -9,6 +9,7 @@ import random
 import pytest
 
 from policies import Adherence, BookieInfo, NotEnoughBookiesError
+from policies.errors import InvalidTopologyError
 from policies.stabilize import StabilizedTopology
 
 D = "/default-region/default-rack"
@@ -174,3 +175,103 @@ def test_stabilized_topology_unit():
     assert copy.expiries() == {"b": 20.0}
     with pytest.raises(ValueError, match="networkTopologyStabilizePeriodSeconds"):
         StabilizedTopology(0)
+
+
+# -- locations of another depth (regression: the secondary refused them while departed leaves of the
+#    old depth, or the moving bookie's own delayed leaf, were still in its tree) -------------------------
+
+B1, B2 = "b1:3181", "b2:3181"
+
+
+def test_the_only_bookie_moves_to_another_depth_on_both_instances(make_policy, clock):
+    """A rack change is a move, not a departure: the secondary follows the primary at once."""
+    policy = make_policy({"/r1": [B1]}, clock=clock, networkTopologyStabilizePeriodSeconds=P)
+    policy.resolver.mapping[B1] = "/region/r9"
+    policy.on_bookie_rack_change([B1])
+    assert policy.known == policy.secondary.known == {B1: "/region/r9"}
+    assert policy.secondary.topology.rack_of(B1) == "/region/r9"
+    assert policy.join_failures == policy.secondary.join_failures == {}
+    assert policy.pending_leaves() == {}, "a move starts no stabilization delay"
+    assert policy.new_ensemble(1, 1, 1, rng=random.Random(0)).ensemble == [B1]
+    policy.check_invariants()
+
+
+def test_a_live_bookie_of_another_depth_sets_departed_leaves_aside(make_policy, clock):
+    """The only bookie at /r1 left; B2 joins at /region/r9: both instances know B2. The departed leaf
+    cannot share the tree with it, so it is set aside (never placed) while its delay still runs."""
+    policy = make_policy({"/r1": [B1]}, clock=clock, networkTopologyStabilizePeriodSeconds=P)
+    left_at = clock.now
+    policy.on_cluster_changed([], [])
+    clock.advance(1)
+    policy.resolver.mapping[B2] = "/region/r9"
+    policy.on_cluster_changed([B2], [])
+    assert policy.known == policy.secondary.known == {B2: "/region/r9"}
+    assert policy.pending_leaves() == {B1: left_at + P}, "the departure is still reported until its delay ends"
+    secondary = policy.secondary.topology
+    assert secondary.set_aside == {B1: "/r1"} and B1 not in secondary
+    for seed in range(5):
+        with pytest.raises(NotEnoughBookiesError):
+            policy.new_ensemble(2, 2, 2, rng=random.Random(seed))     # the set-aside leaf is never used
+    policy.check_invariants()
+    clock.advance(P)
+    assert policy.pending_leaves() == {}
+    assert secondary.set_aside == {}
+    policy.check_invariants()
+
+
+def test_a_move_to_another_depth_sets_aside_the_departed_leaves_of_the_old_depth(make_policy, clock):
+    policy = make_policy({"/r1": [B1], "/r2": [B2]}, clock=clock, networkTopologyStabilizePeriodSeconds=P)
+    policy.on_cluster_changed([B1], [])                               # B2 leaves: pending on the secondary
+    policy.resolver.mapping[B1] = "/region/r9"
+    policy.on_bookie_rack_change([B1])
+    assert policy.known == policy.secondary.known == {B1: "/region/r9"}
+    assert policy.secondary.topology.set_aside == {B2: "/r2"}
+    assert set(policy.pending_leaves()) == {B2}
+    policy.check_invariants()
+
+
+def test_a_live_bookie_of_the_old_depth_still_blocks_a_move_on_both_instances(make_policy, clock):
+    """Only departed leaves give way: with another live bookie at /r2 the move fails everywhere alike."""
+    policy = make_policy({"/r1": [B1], "/r2": [B2]}, clock=clock, networkTopologyStabilizePeriodSeconds=P)
+    policy.resolver.mapping[B1] = "/region/r9"
+    policy.on_bookie_rack_change([B1])
+    assert policy.known == policy.secondary.known == {B1: "/r1", B2: "/r2"}
+    assert "depth" in policy.join_failures[B1] and "depth" in policy.secondary.join_failures[B1]
+    assert policy.secondary.topology.set_aside == {} and policy.pending_leaves() == {}
+    policy.check_invariants()
+
+
+def test_a_set_aside_departure_survives_a_snapshot(make_policy, clock):
+    policy = make_policy({"/r1": [B1]}, clock=clock, networkTopologyStabilizePeriodSeconds=P)
+    policy.on_cluster_changed([], [])
+    policy.resolver.mapping[B2] = "/region/r9"
+    policy.on_cluster_changed([B2], [])
+    state = json.loads(json.dumps(policy.export_state()))
+    assert state["pending_leaves"][B1] == {"location": "/r1", "departed_at": clock.now, "set_aside": True}
+    restored = make_policy({}, clock=clock, networkTopologyStabilizePeriodSeconds=P,
+                           resolver_extra=policy.resolver.mapping)
+    restored.import_state(state)
+    restored.check_invariants()
+    assert restored.export_state() == policy.export_state()
+    assert restored.secondary.topology.set_aside == {B1: "/r1"}
+
+
+def test_stabilized_topology_sets_aside_only_departed_leaves():
+    topology = StabilizedTopology(10)
+    topology.advance(0.0)
+    topology.add("a", "/r1")
+    topology.add("b", "/r2")
+    topology.remove("b")
+    topology.remove("a")
+    topology.advance(1.0)
+    topology.add("a", "/x/r1")                # a returns at depth 3: b's departed leaf is set aside
+    assert topology.set_aside == {"b": "/r2"} and topology.pending == {"b": 0.0}
+    assert list(topology.leaves("")) == ["a"] and topology.depth == 3
+    topology.check_invariants()
+    copy = topology.copy()
+    assert copy.set_aside == {"b": "/r2"}
+    with pytest.raises(InvalidTopologyError):
+        topology.add("c", "/r3")              # a live leaf holds depth 3
+    assert topology.advance(10.0) == frozenset({"b"})
+    assert topology.set_aside == {} and list(topology.leaves("")) == ["a"]
+    topology.check_invariants()
