@@ -26,6 +26,9 @@ Alerts (subject `ledger/<ledger_id>`, or `request/<request_id>` for a create wit
   regions or zones than the rules want) no longer needs it: the fix removes the fallback. Clears as
   above; for a fallback, once the ensemble no longer depends on it (moved, or its bookies regrouped).
 
+Opening alerts carry `relaxed` (sentences for people) and `relaxed_rules` (the tags the ledger still
+depends on, as objects; `AuditEntry.rules`).
+
 A clearing is a `<type>.resolved` event with the same subject.
 
 A ledger registered non-adhering already had its decision alert (`placement.decision.*`), so the
@@ -67,8 +70,9 @@ RESOLVED_SUFFIX = ".resolved"
 LEDGER_ALERT_TYPES = (ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE)
 
 _STRICT = Adherence.MEETS_STRICT.name
-#: Prefix of the `relaxed` notes that carry a machine-readable relaxation (`relaxed_rules`).
-RULE_NOTE = "rule "
+#: Prefix of the `relaxed` notes in which snapshots written before `AuditEntry.rules` existed kept the
+#: machine-readable relaxations; `import_state` moves them into `rules`.
+_LEGACY_RULE_NOTE = "rule "
 
 #: Ledgers waiting for a fix examined per improving change (the rest wait for the next change).
 READHERE_BUDGET = 512
@@ -106,7 +110,13 @@ class Verdict:
 
 @dataclass(slots=True)
 class AuditEntry:
-    """What the audit remembers of one ledger (mutable: owned by its `LedgerAudit` only)."""
+    """What the audit remembers of one ledger (mutable: owned by its `LedgerAudit` only).
+
+    `relaxed` holds sentences for people (why the placement was relaxed); `rules` the machine-readable
+    relaxations of the decision's `explain.relaxed` (`{"rule": "isolation" | "racks" | "regions" |
+    "zones", ...}`, see `relaxation_rules`) that the ensemble still depends on. The rule mappings are
+    private JSON-ready copies, shared with nobody; treat them as read-only.
+    """
 
     key: str
     ledger_id: int | None
@@ -115,7 +125,8 @@ class AuditEntry:
     write_quorum: int
     ack_quorum: int
     seen_ms: int
-    relaxed: tuple[str, ...] = ()
+    relaxed: tuple[str, ...] = ()          # human-readable sentences (alerts' `data.relaxed`)
+    rules: tuple[Mapping[str, Any], ...] = ()   # `explain.relaxed` tags still depended on (read-only)
     adhering: bool | None = None          # last settled verdict; None: never settled
     adherence: str | None = None
     fix_known: bool = False               # an open alert already carries a possible fix
@@ -128,9 +139,9 @@ def ledger_key(ledger_id: int | None, request_id: str) -> str:
 
 
 def relaxed_notes(adherence: str | None, explain: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """Why a placement was made under a relaxed rule: adherence below MEETS_STRICT, fallback notes,
-    then one `rule {...}` note per machine-readable relaxation of `explain.relaxed` (the policy's
-    fallbacks that a better topology can make unnecessary; see `relaxed_rules`)."""
+    """Why a placement was made under a relaxed rule, as sentences: adherence below MEETS_STRICT, then
+    the policy's fallback notes (at most five notes in all). The machine-readable relaxations are
+    `relaxation_rules`."""
     notes = []
     if adherence is not None and adherence != Adherence.MEETS_STRICT.name:
         notes.append(f"adherence {adherence}")
@@ -138,32 +149,41 @@ def relaxed_notes(adherence: str | None, explain: Mapping[str, Any] | None) -> t
         if len(notes) >= _MAX_RELAXED_NOTES:
             break
         notes.append(str(note))
-    for rule in (explain or {}).get("relaxed", ()) or ():
-        if isinstance(rule, Mapping) and isinstance(rule.get("rule"), str):
-            notes.append(RULE_NOTE + json.dumps(jsonable(rule), sort_keys=True, separators=(",", ":")))
     return tuple(notes)
 
 
-def relaxed_rules(relaxed: Iterable[str]) -> list[dict[str, Any]]:
-    """The relaxations (`explain.relaxed` entries) kept in a ledger's `relaxed` notes, in order.
-
-    They travel as `rule {json}` notes so that the registry, its snapshot and the alerts carry them
-    without a field of their own. Cost: O(notes).
-    """
+def relaxation_rules(explain: Mapping[str, Any] | None) -> tuple[dict[str, Any], ...]:
+    """The machine-readable relaxations of a decision (`explain.relaxed` entries with a string `rule`:
+    fallbacks a better topology can make unnecessary), in order, as JSON-ready copies. Cost: O(rules)."""
     rules = []
-    for note in relaxed:
-        if note.startswith(RULE_NOTE):
+    for rule in (explain or {}).get("relaxed", ()) or ():
+        if isinstance(rule, Mapping) and isinstance(rule.get("rule"), str):
+            rules.append(_canonical(rule))
+    return tuple(rules)
+
+
+def _canonical(rule: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep, JSON-ready copy with sorted keys (so equal rules compare and export alike)."""
+    copied = jsonable(rule)
+    return {key: copied[key] for key in sorted(copied)}
+
+
+def _split_legacy_notes(notes: Iterable[str]) -> tuple[tuple[str, ...], tuple[dict[str, Any], ...]]:
+    """Notes of a snapshot written before `AuditEntry.rules`: (sentences, rules parsed from the
+    `rule {json}` notes). An unreadable rule note is dropped. Cost: O(notes)."""
+    sentences: list[str] = []
+    rules: list[dict[str, Any]] = []
+    for note in notes:
+        if note.startswith(_LEGACY_RULE_NOTE):
             try:
-                rule = json.loads(note[len(RULE_NOTE):])
+                rule = json.loads(note[len(_LEGACY_RULE_NOTE):])
             except ValueError:
                 continue
-            if isinstance(rule, dict):
-                rules.append(rule)
-    return rules
-
-
-def _has_rules(relaxed: Sequence[str]) -> bool:
-    return any(note.startswith(RULE_NOTE) for note in relaxed)
+            if isinstance(rule, dict) and isinstance(rule.get("rule"), str):
+                rules.append(_canonical(rule))
+        else:
+            sentences.append(note)
+    return tuple(sentences), tuple(rules)
 
 
 class LedgerAudit:
@@ -211,7 +231,8 @@ class LedgerAudit:
         entry = entries.get(key)
         members = tuple(ensemble)
         if entry is None:
-            if adherence == _STRICT and not (explain and explain.get("fallbacks")) and self._plainly_placed(
+            if adherence == _STRICT and not (explain and (explain.get("fallbacks") or explain.get("relaxed"))) \
+                    and self._plainly_placed(
                     view, members):
                 # Fast path (every placement that needed no fallback): adhering, nothing to tag.
                 entries[key] = AuditEntry(key=key, ledger_id=ledger_id, request_id=request_id, ensemble=members,
@@ -238,6 +259,7 @@ class LedgerAudit:
             entry.write_quorum, entry.ack_quorum, entry.seen_ms = write_quorum, ack_quorum, time_ms
             self.entries.move_to_end(key)
         entry.relaxed = relaxed_notes(adherence, explain)
+        entry.rules = relaxation_rules(explain)
         entry.fix_known = False
         verdict = self.evaluate(view, entry, adherence)
         if verdict is not None:
@@ -328,8 +350,8 @@ class LedgerAudit:
         entry.adhering, entry.adherence = verdict.adhering, verdict.adherence
         strict = verdict.adherence == Adherence.MEETS_STRICT.name
         # Relaxations the ledger still depends on (a secondary isolation group, fewer racks/regions/zones
-        # than the rules want); those it no longer depends on are dropped from its notes.
-        relaxed = self._still_relaxed(view, entry) if entry.relaxed and verdict.adhering else ()
+        # than the rules want); those it no longer depends on are dropped from `entry.rules`.
+        relaxed = self._still_relaxed(view, entry) if entry.rules and verdict.adhering else ()
         if verdict.adhering:
             # A re-adhere alert stays open while the ledger still depends on a relaxation it offers to remove.
             closing = sorted(t for t in entry.open
@@ -357,10 +379,11 @@ class LedgerAudit:
         return produced
 
     @staticmethod
-    def _still_relaxed(view: MembershipView, entry: AuditEntry) -> list[dict[str, Any]]:
-        """The ledger's relaxations (`relaxed_rules`) that its ensemble still depends on, asking the
-        policy (`is_relaxed`); the notes of the others are removed from `entry.relaxed`. Cost: O(E) per rule."""
-        rules = relaxed_rules(entry.relaxed)
+    def _still_relaxed(view: MembershipView, entry: AuditEntry) -> list[Mapping[str, Any]]:
+        """The ledger's relaxations (`entry.rules`) that its ensemble still depends on, asking the
+        policy (`is_relaxed`); the others are removed from `entry.rules` (its sentences stay: they
+        say how it was placed). Cost: O(E) per rule."""
+        rules = list(entry.rules)
         if not rules:
             return []
         _current_rack_info(view)
@@ -377,9 +400,7 @@ class LedgerAudit:
             if still:
                 kept.append(rule)
         if len(kept) < len(rules):
-            gone = {json.dumps(rule, sort_keys=True, separators=(",", ":")) for rule in rules if rule not in kept}
-            entry.relaxed = tuple(note for note in entry.relaxed
-                                  if not (note.startswith(RULE_NOTE) and note[len(RULE_NOTE):] in gone))
+            entry.rules = tuple(kept)
         return kept
 
     # -- evaluation --------------------------------------------------------------------------------
@@ -480,9 +501,9 @@ class LedgerAudit:
                              rng: random.Random) -> list[str]:
         """`current` after each of the ledger's relaxations that the policy can remove now, in order."""
         fix = getattr(policy, "relaxation_fix", None)
-        if fix is None or not entry.relaxed:
+        if fix is None or not entry.rules:
             return current
-        for rule in relaxed_rules(entry.relaxed):
+        for rule in entry.rules:
             placed = fix(len(current), entry.write_quorum, entry.ack_quorum, current, rule, avoid, rng=rng)
             if placed is not None and placed.ensemble:
                 current = list(placed.ensemble)
@@ -505,7 +526,8 @@ class LedgerAudit:
             data={"ledger_id": entry.ledger_id, "request_id": entry.request_id, "ensemble": list(entry.ensemble),
                   "write_quorum": entry.write_quorum, "ack_quorum": entry.ack_quorum,
                   "adherence": verdict.adherence, "problems": list(verdict.problems),
-                  "unavailable": list(verdict.unavailable), "relaxed": list(entry.relaxed), "fix": dict(fix),
+                  "unavailable": list(verdict.unavailable), "relaxed": list(entry.relaxed),
+                  "relaxed_rules": [jsonable(rule) for rule in entry.rules], "fix": dict(fix),
                   "action": action, "trigger": trigger, "topology_version": version, "state": "firing"})
         entry.open[alert_type] = alert.id
         return alert
@@ -586,7 +608,7 @@ class LedgerAudit:
     def _update_waiting(self, entry: AuditEntry) -> None:
         # A ledger placed under a relaxation the topology may later make unnecessary waits too (issue 5).
         waits = (entry.adhering is False or entry.adherence == Adherence.MEETS_SOFT.name
-                 or _has_rules(entry.relaxed)) and not entry.fix_known and ALERT_LEDGER_READHERE not in entry.open
+                 or entry.rules) and not entry.fix_known and ALERT_LEDGER_READHERE not in entry.open
         if waits:
             self.waiting.add(entry.key)
         else:
@@ -598,7 +620,9 @@ class LedgerAudit:
         """JSON-able registry in columns, least recently seen first (the order eviction follows).
 
         Columns keep a 100,000-ledger registry cheap to encode: ensembles are indices into one list
-        of bookie ids, and only ledgers that are not plainly adhering carry an `extra` row.
+        of bookie ids, and only ledgers that are not plainly adhering carry an `extra` row
+        `[relaxed, adhering, adherence, fix_known, open, rules]` (`rules` is absent from rows written
+        before it existed; see `import_state`).
         """
         bookie_index: dict[str, int] = {}
         keys, ledger_ids, request_ids, sizes, members, quorums, seen = [], [], [], [], [], [], []
@@ -616,16 +640,20 @@ class LedgerAudit:
                 members.append(number)
             quorums.append(entry.write_quorum * 1024 + entry.ack_quorum)
             seen.append(entry.seen_ms)
-            if entry.relaxed or entry.adhering is not True or entry.adherence != strict or entry.fix_known \
-                    or entry.open:
+            if entry.relaxed or entry.rules or entry.adhering is not True or entry.adherence != strict \
+                    or entry.fix_known or entry.open:
                 extra[str(row)] = [list(entry.relaxed), entry.adhering, entry.adherence, entry.fix_known,
-                                   dict(sorted(entry.open.items()))]
+                                   dict(sorted(entry.open.items())), [jsonable(rule) for rule in entry.rules]]
         return {"bookies": list(bookie_index), "keys": keys, "ledger_ids": ledger_ids, "request_ids": request_ids,
                 "sizes": sizes, "members": members, "quorums": quorums, "seen_ms": seen, "extra": extra,
                 "cursor": self.cursor}
 
     def import_state(self, state: Mapping[str, Any]) -> None:
-        """Restore `export_state()` output into this registry (replacing it); the index is rebuilt."""
+        """Restore `export_state()` output into this registry (replacing it); the index is rebuilt.
+
+        Rows written before `AuditEntry.rules` existed (five columns) kept the rules as `rule {json}`
+        notes in `relaxed`: they are moved into `rules`, so older snapshots load without a migration.
+        """
         self.entries.clear()
         self.by_bookie.clear()
         self.waiting.clear()
@@ -645,8 +673,13 @@ class LedgerAudit:
                                adhering=True, adherence=strict)
             more = extra.get(str(row))
             if more is not None:
-                relaxed, entry.adhering, entry.adherence, entry.fix_known, opened = more
-                entry.relaxed, entry.open = tuple(relaxed), dict(opened)
+                relaxed, entry.adhering, entry.adherence, entry.fix_known, opened = more[:5]
+                if len(more) > 5:
+                    entry.relaxed = tuple(relaxed)
+                    entry.rules = tuple(_canonical(rule) for rule in more[5] if isinstance(rule, Mapping))
+                else:
+                    entry.relaxed, entry.rules = _split_legacy_notes(relaxed)
+                entry.open = dict(opened)
                 self._update_waiting(entry)
             entries[key] = entry
         self.indexed = not entries     # the bookie index is built at the first re-check
@@ -766,6 +799,6 @@ __all__ = [
     "Verdict",
     "decision_hint",
     "ledger_key",
+    "relaxation_rules",
     "relaxed_notes",
-    "relaxed_rules",
 ]

@@ -10,6 +10,8 @@ from state.audit import (
     ALERT_LEDGER_READHERE,
     LedgerAudit,
     ledger_key,
+    relaxation_rules,
+    relaxed_notes,
 )
 from tests.state.helpers import CLUSTER, T0, Runner, location, lost, readonly, writable
 
@@ -141,6 +143,7 @@ def test_a_ledger_placed_under_a_relaxed_rule_gets_readhere_possible_when_the_to
     assert alert["data"]["severity"] == "info"
     assert alert["data"]["fix"]["possible"] is True
     assert alert["data"]["relaxed"] == ["adherence FAIL", "fewer than 2 racks: random selection"]
+    assert alert["data"]["relaxed_rules"] == [], "no machine-readable relaxation was tagged"
     assert change(audit, runner, writable(3_000, B2, "/b"), improving=True) == [], "reported once"
     # The operator re-places the ledger on an adhering ensemble: the alert resolves.
     runner.run(writable(4_000, A2))
@@ -237,3 +240,14 @@ def test_the_audit_keys_have_defaults_and_reject_bad_values():
         ModelSettings.from_conf({"engine.audit.maxLedgers": "-1"})
     with pytest.raises(ValueError, match="engine.audit.ttlSeconds"):
         ModelSettings.from_conf({"engine.audit.ttlSeconds": "0"})
+
+
+def test_relaxations_are_kept_apart_from_the_sentences_as_private_copies():
+    explain = {"fallbacks": ["rack /c is down: placed on 2 racks"], "relaxed": [
+        {"rule": "isolation", "primary": ["g1"], "secondary": ["g2"]}, {"no": "rule"}, "racks"]}
+    assert relaxed_notes("MEETS_STRICT", explain) == ("rack /c is down: placed on 2 racks",)
+    rules = relaxation_rules(explain)
+    assert rules == ({"primary": ["g1"], "rule": "isolation", "secondary": ["g2"]},), "only tags with a rule"
+    explain["relaxed"][0]["primary"].append("g9")
+    assert rules[0]["primary"] == ["g1"], "the audit keeps its own copy of the decision's tags"
+    assert relaxation_rules(None) == () and relaxation_rules({"relaxed": None}) == ()

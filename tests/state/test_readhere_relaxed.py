@@ -3,8 +3,10 @@ the fallback is no longer needed, `placement.ledger.readhere_possible` fires onc
 it resolves like the other ledger alerts. Replayed scenarios through `state.step`; each test asserts the
 complete list of alert types a step produced, so an extra alert fails it."""
 
-from state.audit import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE, relaxed_rules
-from state.snapshot import dumps, loads
+import json
+
+from state.audit import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE
+from state.snapshot import dumps, from_document, loads, to_document
 from tests.state.helpers import Runner, check, create, location, lost, writable
 
 RESOLVED = ".resolved"
@@ -56,8 +58,11 @@ def test_isolation_primary_outage_then_recovery_fires_readhere_once_with_a_fix()
     [move] = data["fix"]["replace"]
     assert move["bookie"] == S1 and move["with"] == P1, "the secondary member moves to the primary group"
     assert sorted(data["fix"]["ensemble"]) == [P1, P2, P3]
-    assert any(note.startswith("rule ") for note in data["relaxed"])
-    assert any("admitted secondary groups" in note for note in data["relaxed"])
+    assert data["relaxed_rules"] == [{"admitted": "secondary", "primary": ["g1"], "rule": "isolation",
+                                      "secondary": ["g2"]}], "the policy's tag, as an object"
+    assert data["relaxed"] == [
+        "primary isolation groups [g1] have 2 writable bookie(s), fewer than ensemble_size=3: admitted "
+        "secondary groups [g2] (1 bookie(s))"], "sentences only: no rule encoded as text"
 
     # Further improvements do not repeat it.
     assert runner.run(writable(5_000, P4, "/r1", group="g1")) == []
@@ -88,6 +93,7 @@ def test_a_ledger_placed_without_a_fallback_never_gets_readhere():
     runner = isolated_cluster()
     runner.run(create(1_000, "plain", 3, 2, 2, ledger_id=1))
     assert runner.model.audit.entries["ledger/1"].relaxed == ()
+    assert runner.model.audit.entries["ledger/1"].rules == ()
     assert "ledger/1" not in runner.model.audit.waiting
     for event in (writable(2_000, P4, "/r1", group="g1"), lost(3_000, S1), writable(4_000, S1, "/r1", group="g2")):
         assert runner.run(event) == []
@@ -105,15 +111,18 @@ def test_the_alert_resolves_when_the_relaxation_disappears_without_a_move():
     [resolved] = runner.alerts(produced=produced)
     assert resolved["data"]["resolves"] == readhere["id"]
     entry = runner.model.audit.entries["ledger/2"]
-    assert relaxed_rules(entry.relaxed) == [], "the relaxation is dropped from the ledger's notes"
+    assert entry.rules == (), "the relaxation is dropped from the ledger's rules"
+    assert any("admitted secondary groups" in note for note in entry.relaxed), "the sentence still says how"
     assert "ledger/2" not in runner.model.audit.waiting
 
 
 def test_a_snapshot_keeps_the_relaxation_waiting():
     runner = isolated_cluster()
     outage_then_placement(runner)
+    rules = runner.model.audit.entries["ledger/2"].rules
     runner.model = loads(dumps(runner.model), runner.conf)
     runner.model.check_invariants()
+    assert runner.model.audit.entries["ledger/2"].rules == rules != ()
     assert "ledger/2" in runner.model.audit.waiting
     produced = runner.run(writable(4_000, P1, "/r1", group="g1"))
     assert sorted(types(runner, produced)) == [ALERT_LEDGER_NOT_ADHERING + RESOLVED, ALERT_LEDGER_READHERE]
@@ -161,3 +170,25 @@ def test_region_outage_then_recovery_offers_to_spread_a_single_region_ledger():
     readhere = runner.alerts(produced=produced)[0]
     assert [m["with"] for m in readhere["data"]["fix"]["replace"]] == ["y1:3181"]
     assert readhere["data"]["fix"]["adherence"] == "MEETS_STRICT"
+
+
+def test_a_snapshot_written_before_the_rules_field_still_loads_and_fires():
+    """Older audit rows had five columns and kept each rule as a `rule {json}` note in `relaxed`: the
+    import moves it into `rules` (no snapshot migration), so the alert carries it as an object."""
+    runner = isolated_cluster()
+    outage_then_placement(runner)
+    document = to_document(runner.model)
+    audit = document["audit"]
+    [row] = [row for row in audit["extra"].values() if row[5]]
+    relaxed, rules = row[0], row[5]
+    row[:] = [relaxed + ["rule " + json.dumps(rule, sort_keys=True, separators=(",", ":")) for rule in rules],
+              *row[1:5]]
+    runner.model = from_document(json.loads(json.dumps(document)), runner.conf)
+    runner.model.check_invariants()
+    entry = runner.model.audit.entries["ledger/2"]
+    assert [dict(rule) for rule in entry.rules] == rules and list(entry.relaxed) == relaxed
+    assert "ledger/2" in runner.model.audit.waiting
+    produced = runner.run(writable(4_000, P1, "/r1", group="g1"))
+    [readhere] = runner.alerts(ALERT_LEDGER_READHERE, produced)
+    assert readhere["data"]["relaxed_rules"] == rules
+    assert not any(note.startswith("rule ") for note in readhere["data"]["relaxed"])
