@@ -101,11 +101,28 @@ def iso_time(ms: int) -> str:
 
 
 _PLAIN = (str, int, float, bool, type(None))
+_SCALARS = frozenset(_PLAIN)
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON-ready copy: sets become sorted lists, tuples lists, enums their names, bytes text."""
-    if type(value) is dict or isinstance(value, Mapping):
+    """A JSON-ready copy: sets become sorted lists, tuples lists, enums their names, bytes text.
+
+    Cost: one pass; plain dicts, lists and JSON scalars (what the policies' explanations hold) are
+    dispatched on their exact type, everything else through `_jsonable_other`.
+    """
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else str(k): v if type(v) in _SCALARS else jsonable(v) for k, v in value.items()}
+    if kind is list:
+        return [v if type(v) in _SCALARS else jsonable(v) for v in value]
+    return _jsonable_other(value)
+
+
+def _jsonable_other(value: Any) -> Any:
+    """`jsonable` of anything but a plain dict, a plain list or an exact JSON scalar."""
+    if isinstance(value, Mapping):
         return {k if type(k) is str else str(k): v if (type(v) is str or v is None) else jsonable(v)
                 for k, v in value.items()}
     if type(value) is list and all(type(v) is str for v in value):
