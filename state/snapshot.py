@@ -76,10 +76,15 @@ def to_document(model: ClusterModel) -> dict[str, Any]:
     }
 
 
+#: zlib level of `dumps`. A model is dumped every micro-batch: for the busy day's model (2.8 MB of
+#: JSON) level 1 compresses in 19 ms to 702 KB, level 6 in 130 ms to 655 KB. Any level reads back.
+COMPRESS_LEVEL = 1
+
+
 def dumps(model: ClusterModel) -> bytes:
-    """Serialize the model (compact JSON, zlib level 6)."""
+    """Serialize the model (compact JSON, zlib `COMPRESS_LEVEL`)."""
     text = json.dumps(to_document(model), sort_keys=True, separators=(",", ":"))
-    return zlib.compress(text.encode("utf-8", "surrogatepass"), 6)
+    return zlib.compress(text.encode("utf-8", "surrogatepass"), COMPRESS_LEVEL)
 
 
 def loads(data: bytes, conf: Mapping[str, Any], settings: ModelSettings | None = None) -> ClusterModel:
