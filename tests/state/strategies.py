@@ -8,10 +8,6 @@ from tests.state import helpers as h
 
 BOOKIES = tuple(f"bk{i}:3181" for i in range(8)) + ("bare",)
 LOCATIONS = ("/r0", "/r1", "/r2", "/r3", "/", "/region/r9")
-# Without a location of another depth. Only the shards property still needs it: with locations of
-# another depth, an audit fix suggestion's text ("after excluding N bookies") can differ between one
-# shard and several (open; see the session notes).
-SAME_DEPTH = LOCATIONS[:-1]
 GROUPS = ("g1", "g2")
 FEATURES = ("region2.disallowBookies", "repp_disable_durability_enforcement")
 
