@@ -7,7 +7,6 @@
 * the model's invariants hold after every step.
 """
 
-
 from hypothesis import given
 from hypothesis import strategies as st
 
