@@ -165,8 +165,7 @@ class ClusterModel:
     def advance(self, time_ms: int) -> bool:
         """Move the clock to a record's time (never back).
 
-        Call `expire_due` for the record's time first (`state.step.settle` does, observing each
-        expiry at its own time); whatever is still due at the clock is expired here, unobserved.
+        Timed changes up to that time must be applied first, observed, by `state.step.settle`.
 
         Returns:
             True when the record is late (older than the clock); it is then applied at the clock.
@@ -174,7 +173,6 @@ class ClusterModel:
         self.clock_ms, late = effective_time(time_ms, self.clock_ms)
         if late:
             self.late_records += 1
-        self._expire_now()
         return late
 
     def next_expiry_ms(self) -> int | None:
@@ -217,9 +215,6 @@ class ClusterModel:
         causes. Cost: O(log n) per expiry.
         """
         self.clock_ms = max(self.clock_ms, time_ms)
-        return self._expire_now()
-
-    def _expire_now(self) -> list[Output]:
         if self._pending_heap:
             self._expire_pending()
         if self._flap_heap and self._flap_heap[0][0] <= self.clock_ms:

@@ -271,21 +271,9 @@ def after_record(model: Any, record: Any, before: tuple[set[str], set[str]] | No
         # A request changes no topology; expiries were observed at their own times (`after_expiry`).
         return []
     touched, improving, wide = changed_bookies(record, before, model)
-    time_ms = model.clock_ms
-    health = model.health.observe(model, touched, time_ms)
-    settled = model.health.settled
-    if settled:
-        touched = touched | set(settled)
     subject = getattr(record, "bookie", None) or getattr(record, "name", None)
     trigger = f"{record.type} {subject}" if subject else record.type
-    if settled:
-        trigger += f" (stabilization ended for {', '.join(sorted(settled))})"
-    if not touched and not wide and not improving:
-        ledger = model.audit.expire(time_ms, model.version) if model.audit.entries else []
-    else:
-        ledger = model.audit.on_topology_change(model, touched, time_ms, improving=improving, wide=wide,
-                                                trigger=trigger)
-    return (health if emit_health else []) + ledger
+    return _observe(model, touched, improving, wide, trigger, emit_health)
 
 
 def after_expiry(model: Any, *, emit_health: bool = True) -> list[Output]:
@@ -296,13 +284,23 @@ def after_expiry(model: Any, *, emit_health: bool = True) -> list[Output]:
     cluster or an idle-cluster tick brings the clock there. Every shard sees every expiry; as for
     events, shard 0 emits the health alerts and each shard its own ledgers' alerts.
     """
+    return _observe(model, set(), False, False, None, emit_health)
+
+
+def _observe(model: Any, touched: set[str], improving: bool, wide: bool, trigger: str | None,
+             emit_health: bool) -> list[Output]:
+    """Observe the model at its clock: health alerts, then the ledgers the change (or a settled
+    pending leave) touches, else only the audit's TTL."""
     time_ms = model.clock_ms
-    health = model.health.observe(model, (), time_ms)
+    health = model.health.observe(model, touched, time_ms)
     settled = model.health.settled
     if settled:
-        ledger = model.audit.on_topology_change(
-            model, set(settled), time_ms, improving=False, wide=False,
-            trigger=f"stabilization ended for {', '.join(sorted(settled))}")
+        touched = touched | set(settled)
+        ended = f"stabilization ended for {', '.join(sorted(settled))}"
+        trigger = f"{trigger} ({ended})" if trigger else ended
+    if touched or wide or improving:
+        ledger = model.audit.on_topology_change(model, touched, time_ms, improving=improving, wide=wide,
+                                                trigger=trigger)
     else:
         ledger = model.audit.expire(time_ms, model.version) if model.audit.entries else []
     return (health if emit_health else []) + ledger

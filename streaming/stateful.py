@@ -255,12 +255,10 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
         yield _frame(stepped.outputs)
 
     def on_tick(cluster: str, shard: int, stored: tuple | None, group_state) -> list[Output]:
-        if stored is None:
+        if stored is None or stored[1] is None:
             return []
         blob, due = stored
         horizon = group_state.getCurrentWatermarkMs()
-        if due is None:
-            return []
         if horizon < due:
             group_state.setTimeoutDuration(tick_ms)
             return []
