@@ -51,7 +51,8 @@ def event_time(value: Column) -> Column:
     """
     text = F.get_json_object(value, "$.time")
     parsed = F.coalesce(F.try_to_timestamp(text), F.timestamp_millis(text.try_cast("long")))
-    return F.least(parsed, F.current_timestamp() + F.expr(f"INTERVAL {FUTURE_TOLERANCE}"))
+    # least() skips nulls: an unreadable time must stay null, not become the wall clock.
+    return F.when(parsed.isNotNull(), F.least(parsed, F.current_timestamp() + F.expr(f"INTERVAL {FUTURE_TOLERANCE}")))
 
 
 def place(records: DataFrame, conf: Mapping[str, str], settings: EngineSettings, source_kind: str,

@@ -1,0 +1,31 @@
+"""The watermark column of `run` (`streaming.job.event_time`): what moves idle ticks."""
+
+import datetime as dt
+
+from pyspark.sql import functions as F
+
+from streaming.job import event_time
+
+
+def _times(spark, values):
+    frame = spark.createDataFrame([(v,) for v in values], "value string")
+    return [row[0] for row in frame.select(event_time(F.col("value"))).collect()]
+
+
+def test_iso_and_epoch_millisecond_times_are_read_and_unreadable_ones_are_null(spark):
+    iso, millis, missing, garbage, not_json = _times(spark, [
+        '{"time": "2026-09-21T10:00:00.250Z"}', '{"time": 1790000000000}', '{"cluster": "c1"}',
+        '{"time": "yesterday"}', "not json"])
+    utc = dt.timezone.utc
+    assert iso.astimezone(utc) == dt.datetime(2026, 9, 21, 10, 0, 0, 250000, tzinfo=utc)
+    assert millis.astimezone(utc) == dt.datetime.fromtimestamp(1_790_000_000, utc)
+    assert missing is None and garbage is None and not_json is None
+
+
+def test_a_time_far_in_the_future_counts_as_the_wall_clock_plus_five_minutes(spark):
+    before = dt.datetime.now(dt.timezone.utc)
+    (clamped,) = _times(spark, ['{"time": "9999-12-31T00:00:00Z"}'])
+    after = dt.datetime.now(dt.timezone.utc)
+    clamped = clamped.astimezone(dt.timezone.utc)
+    assert before + dt.timedelta(minutes=5) - dt.timedelta(seconds=1) <= clamped
+    assert clamped <= after + dt.timedelta(minutes=5, seconds=1)
