@@ -197,7 +197,8 @@ def start_kafka_job(spark: SparkSession, conf: Mapping[str, str], settings: Engi
     Returns the running `StreamingQuery`; its checkpoint (`engine.checkpointLocation`) holds the
     source offsets and every cluster's state, so a restart resumes where the last batch committed.
     """
-    outputs = kafka_outputs(place(kafka_records(spark, settings), conf, settings, "kafka", idle_ticks=True), settings)
+    placed = place(kafka_records(spark, settings), conf, settings, "kafka", idle_ticks=True)
+    outputs = kafka_outputs(placed, settings)
     writer = outputs.writeStream.option("checkpointLocation", settings.checkpoint_location) \
         .trigger(processingTime=f"{settings.trigger_seconds} seconds").queryName(query_name)
     if settings.kafka_connector == "native":
