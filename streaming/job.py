@@ -21,7 +21,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 from events import REQUEST_TYPES
 
 from .settings import EngineSettings
-from .stateful import INPUT_COLUMNS, OUTPUT_DDL, STATE_DDL, make_state_function
+from .stateful import INPUT_COLUMNS, OUTPUT_DDL, SOURCE_PACKED, STATE_DDL, make_state_function
 
 
 def _shard_column(shards: int) -> Column:
@@ -81,6 +81,22 @@ def place(records: DataFrame, conf: Mapping[str, str], settings: EngineSettings,
     function = make_state_function(conf, source_kind, shards, files, tick_seconds)
     return keyed.groupBy("cluster", "shard").applyInPandasWithState(
         function, OUTPUT_DDL, STATE_DDL, "append", timeout)
+
+
+def place_packed(rows: DataFrame, conf: Mapping[str, str], settings: EngineSettings,
+                 files: Sequence[str]) -> DataFrame:
+    """The replay's `place`: rows already routed and packed in Python (`streaming.packed`).
+
+    `rows` has `cluster, shard, o1` (the first record's position in the spool) and `value` (packed
+    entries of `files`' lines). Returns packed outputs: `kind, cluster, id, value` with one row per
+    group, kind and cluster (value = the outputs' JSON lines, id = their count) plus `summary` rows.
+    """
+    keyed = rows.select("cluster", "shard", "o1", F.lit(0).cast("long").alias("o2"), F.lit(0).cast("long").alias("o3"),
+                        F.lit("").alias("src_name"), F.lit(0).alias("src_part"), F.lit(0).cast("long").alias("src_pos"),
+                        "value").select(*INPUT_COLUMNS)
+    function = make_state_function(conf, SOURCE_PACKED, settings.shards_per_cluster, files)
+    return keyed.groupBy("cluster", "shard").applyInPandasWithState(
+        function, OUTPUT_DDL, STATE_DDL, "append", GroupStateTimeout.NoTimeout)
 
 
 def kafka_records(spark: SparkSession, settings: EngineSettings) -> DataFrame:

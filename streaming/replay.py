@@ -4,13 +4,18 @@ The input files are first merged into one spool ordered by (record time, file, l
 decides exactly as if the records had arrived in time order, whatever the batch size: batch
 boundaries then fall between records that are already in order. A line whose time cannot be read
 keeps its place in its file (it inherits the time of the line before it) and is dead-lettered by the
-job with its file and line. The spool is cut into files of `engine.replay.recordsPerTrigger` records
-and read by Spark's text source one file per micro-batch (availableNow).
+job with its file and line. The spool is cut into files of `engine.replay.recordsPerTrigger` records,
+read by Spark's text source one file per micro-batch (availableNow).
 
-The end of the input is the end of time for a replay: a last spool file holds one marker row per
-cluster (`stateful.HORIZON_PART`) that settles its model up to the latest record time of the whole
-input, so a stabilization delay or flap window that ended after a cluster's last record, but before
-the recording ends, is reported, as an idle tick of the `run` job would report it.
+The driver reads every line anyway (for its time), so it also routes it to its (cluster, shard) group
+exactly as the `run` job's Spark expressions would, and packs each group's records into a few rows
+(`streaming.packed`): Spark then moves a handful of rows per batch instead of one per record, and the
+state function, the same one `run` uses, unpacks them. Outputs come back packed the same way.
+
+The end of the input is the end of time for a replay: a last spool file holds one marker per
+cluster and shard (`stateful.HORIZON_PART`) that settles its model up to the latest record time of the
+whole input, so a stabilization delay or flap window that ended after a cluster's last record, but
+before the recording ends, is reported, as an idle tick of the `run` job would report it.
 
 Outputs: `DIR/decisions/`, `DIR/alerts/`, `DIR/dead-letters/` (JSON lines, one file per batch and kind)
 and `DIR/summary.json`.
@@ -18,6 +23,7 @@ and `DIR/summary.json`.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -32,6 +38,7 @@ from pathlib import Path
 from events import parse_time_ms
 
 from .config import ConfigError
+from .packed import PACK_SIZE, SUMMARY, last_value, pack, route, top_level
 from .settings import EngineSettings
 from .stateful import HORIZON_PART
 
@@ -59,28 +66,33 @@ def input_files(paths: Iterable[str | Path]) -> list[str]:
     return found
 
 
-def _time_and_cluster(line: str) -> tuple[int | None, str | None]:
+def _time_ms(pairs, text: str) -> int | None:
+    """The record's `time` in ms as the job reads it (the last `time` key), or None when unreadable."""
+    if pairs is not None:
+        value = last_value(pairs, "time")
+    else:
+        try:  # unreadable for get_json_object (e.g. NaN somewhere) may still be readable for the job
+            obj = json.loads(text)
+        except (ValueError, RecursionError):
+            return None
+        value = obj.get("time") if isinstance(obj, dict) else None
+    if value is None:
+        return None
     try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
-        return None, None
-    if not isinstance(obj, dict):
-        return None, None
-    cluster = obj.get("cluster")
-    cluster = cluster if isinstance(cluster, str) and cluster else None
-    try:
-        return (parse_time_ms(obj["time"]) if "time" in obj else None), cluster
+        return parse_time_ms(value)
     except Exception:  # noqa: BLE001 - a sort key only; the job dead-letters the line with its reason
-        return None, cluster
+        return None
 
 
-def write_spool(files: Sequence[str], spool: Path, records_per_file: int) -> int:
-    """Merge the inputs into time-ordered spool files `seq \\t file \\t line \\t raw`; return the record count.
+def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards: int = 1) -> int:
+    """Merge the inputs into time-ordered, routed, packed spool files; return the record count.
 
-    After the records, one end-of-input marker per cluster: `seq \\t -1 \\t horizon_ms \\t {"cluster": name}`.
+    A spool line is `base64(cluster) \t shard \t first seq \t packed entries` (`streaming.packed`),
+    one per (cluster, shard) and run of at most `PACK_SIZE` records of one spool file; an entry is
+    `[seq, file index, line, text]`. After the records, one end-of-input marker per cluster and shard:
+    the entry `[seq, HORIZON_PART, horizon_ms, ""]`.
     """
-    keyed: list[tuple[int, int, int, str]] = []
-    clusters: set[str] = set()
+    keyed: list[tuple[int, int, int, str, str, Sequence[int]]] = []
     horizon = -1
     for index, name in enumerate(files):
         last = -1
@@ -89,32 +101,49 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int) -> int
                 text = line.rstrip("\r\n")
                 if not text.strip():
                     continue
-                at, cluster = _time_and_cluster(text)
-                if cluster is not None:
-                    clusters.add(cluster)
+                if not text.isascii():
+                    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                pairs = top_level(text)
+                at = _time_ms(pairs, text)
                 if at is None:
                     at = last
                 horizon = max(horizon, at)
                 last = at
-                keyed.append((at, index, number, text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")))
+                cluster, targets = route(pairs, shards)
+                keyed.append((at, index, number, text, cluster, targets))
     keyed.sort(key=lambda item: (item[0], item[1], item[2]))
     spool.mkdir(parents=True, exist_ok=True)
-    base = time.time() - len(keyed) // max(records_per_file, 1) - 10
-    for chunk, start in enumerate(range(0, len(keyed), records_per_file)):
-        target = spool / f"part-{chunk:08d}{SPOOL_SUFFIX}"
-        with open(target, "w", encoding="utf-8", newline="\n") as out:
-            for seq in range(start, min(start + records_per_file, len(keyed))):
-                _, index, number, text = keyed[seq]
-                out.write(f"{seq}\t{index}\t{number}\t{text}\n")
+    per_file = max(records_per_file, 1)
+    files_written = 0
+    base = time.time() - len(keyed) // per_file - 10
+
+    def write(groups: dict[tuple[str, int], list]) -> None:
+        nonlocal files_written
+        target = spool / f"part-{files_written:08d}{SPOOL_SUFFIX}"
+        with open(target, "w", encoding="ascii", newline="\n") as out:
+            for (cluster, shard), entries in groups.items():
+                label = base64.b64encode(cluster.encode("utf-8")).decode("ascii")
+                for first in range(0, len(entries), PACK_SIZE):
+                    run = entries[first:first + PACK_SIZE]
+                    out.write(f"{label}\t{shard}\t{run[0][0]}\t{pack(run)}\n")
         # Spark's file source plans files by modification time: make the order explicit.
-        os.utime(target, (base + chunk, base + chunk))
+        os.utime(target, (base + files_written, base + files_written))
+        files_written += 1
+
+    clusters: set[str] = set()
+    for start in range(0, len(keyed), per_file):
+        groups: dict[tuple[str, int], list] = {}
+        for seq in range(start, min(start + per_file, len(keyed))):
+            _, index, number, text, cluster, targets = keyed[seq]
+            if cluster:
+                clusters.add(cluster)
+            for shard in targets:
+                groups.setdefault((cluster, shard), []).append((seq, index, number, text))
+        write(groups)
     if clusters and horizon >= 0:
-        chunk = -(-len(keyed) // max(records_per_file, 1))
-        target = spool / f"part-{chunk:08d}{SPOOL_SUFFIX}"
-        with open(target, "w", encoding="utf-8", newline="\n") as out:
-            for seq, cluster in enumerate(sorted(clusters), start=len(keyed)):
-                out.write(f"{seq}\t{HORIZON_PART}\t{horizon}\t{json.dumps({'cluster': cluster})}\n")
-        os.utime(target, (base + chunk, base + chunk))
+        seq = len(keyed)
+        write({(cluster, shard): [(seq, HORIZON_PART, horizon, "")]
+               for cluster in sorted(clusters) for shard in range(max(shards, 1))})
     return len(keyed)
 
 
@@ -132,35 +161,14 @@ class ReplaySummary:
     dead_letters: Counter = field(default_factory=Counter)
     clusters: set = field(default_factory=set)
 
-    def add_output(self, kind: str, cluster: str, value: str) -> None:
-        """Count one output from its JSON text (decision status, adherence and error code; alert
-        type; dead-letter code)."""
-        payload = json.loads(value)
-        if kind == "decision":
-            error = payload.get("error")
-            self.add(kind, cluster, payload.get("status"), payload.get("adherence"),
-                     error.get("code") if isinstance(error, dict) else None, None)
-        elif kind == "alert":
-            self.add(kind, cluster, None, None, None, payload.get("type"))
-        else:
-            self.add(kind, cluster, None, None, payload.get("code"), None)
-
-    def add(self, kind: str, cluster: str, status: str | None, adherence: str | None, code: str | None,
-            alert_type: str | None) -> None:
-        """Count one output, given the fields the summary reads."""
-        self.outputs[kind] += 1
+    def add_counts(self, cluster: str, counts: Mapping[str, Mapping[str, int]]) -> None:
+        """Add one group's output counts (`streaming.packed.summary_counts`)."""
         if cluster:
             self.clusters.add(cluster)
-        if kind == "decision":
-            self.decisions[status] += 1
-            if adherence:
-                self.adherence[adherence] += 1
-            if code:
-                self.errors[code] += 1
-        elif kind == "alert":
-            self.alerts[alert_type] += 1
-        else:
-            self.dead_letters[code] += 1
+        tallies = {"kind": self.outputs, "status": self.decisions, "adherence": self.adherence,
+                   "error": self.errors, "alert": self.alerts, "dead_letter": self.dead_letters}
+        for name, values in counts.items():
+            tallies[name].update(values)
 
     def to_dict(self, **extra) -> dict:
         return {
@@ -181,7 +189,7 @@ def run_replay(spark, conf: Mapping[str, str], settings: EngineSettings, events:
     """Replay `events` through the job into `out`; return the summary (also written to summary.json)."""
     from pyspark.sql import functions as F
 
-    from .job import place
+    from .job import place_packed
 
     started = time.monotonic()
     files = input_files(events)
@@ -193,30 +201,29 @@ def run_replay(spark, conf: Mapping[str, str], settings: EngineSettings, events:
     work = Path(tempfile.mkdtemp(prefix="replay-", dir=out_dir))
     summary = ReplaySummary()
     try:
-        summary.records = write_spool(files, work / "spool", settings.replay_records_per_trigger)
+        summary.records = write_spool(files, work / "spool", settings.replay_records_per_trigger,
+                                      settings.shards_per_cluster)
         lines = spark.readStream.format("text").option("maxFilesPerTrigger", 1).load(str(work / "spool"))
         parts = F.split(F.col("value"), "\t", 4)
-        records = lines.select(
+        rows = lines.select(
+            F.unbase64(parts.getItem(0)).cast("string").alias("cluster"),
+            parts.getItem(1).cast("int").alias("shard"),
+            parts.getItem(2).cast("long").alias("o1"),
             parts.getItem(3).alias("value"),
-            parts.getItem(0).cast("long").alias("o1"),
-            F.lit(0).cast("long").alias("o2"),
-            F.lit(0).cast("long").alias("o3"),
-            F.lit("").alias("src_name"),
-            parts.getItem(1).cast("int").alias("src_part"),
-            parts.getItem(2).cast("long").alias("src_pos"),
         )
-        outputs = place(records, conf, settings, "file", files)
+        outputs = place_packed(rows, conf, settings, files)
 
         def write_batch(frame, batch_id: int) -> None:
-            # One pass over the outputs, moved to the driver as Arrow columns (no row pickling); the
-            # summary reads each output's JSON here once (reading five fields with Spark's
-            # get_json_object was about 80% of the executors' JVM time).
+            # Packed rows (one per group and kind) come to the driver as Arrow columns; the counts for
+            # summary.json were made by the workers beside the outputs.
             table = frame.select("kind", "cluster", "value").toArrow()
             buckets: dict[str, list[str]] = {kind: [] for kind in OUTPUT_DIRS}
             for kind, cluster, value in zip(table.column("kind").to_pylist(), table.column("cluster").to_pylist(),
                                             table.column("value").to_pylist()):
-                buckets[kind].append(value)
-                summary.add_output(kind, cluster, value)
+                if kind == SUMMARY:
+                    summary.add_counts(cluster, json.loads(value))
+                else:
+                    buckets[kind].append(value)
             for kind, values in buckets.items():
                 if values:
                     target = out_dir / OUTPUT_DIRS[kind] / f"part-{batch_id:06d}.jsonl"

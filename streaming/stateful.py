@@ -40,6 +40,8 @@ from state.settings import ModelSettings
 from state.snapshot import dumps, loads
 from state.step import step
 
+from .packed import pack_outputs, unpack
+
 log = logging.getLogger(__name__)
 
 INPUT_COLUMNS = ("cluster", "shard", "o1", "o2", "o3", "src_name", "src_part", "src_pos", "value")
@@ -48,6 +50,8 @@ STATE_DDL = "model binary, next_due_ms long"
 
 SOURCE_FILE = "file"
 SOURCE_KAFKA = "kafka"
+SOURCE_PACKED = "packed"
+"""A replay's packed rows (`streaming.packed`): file records, many per row, outputs packed alike."""
 
 HORIZON_PART = -1
 """`src_part` of a replay's end-of-input marker row (file source only; its value is the horizon in ms)."""
@@ -220,6 +224,7 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
     """
     conf = dict(conf)
     files = list(files)
+    packed = source_kind == SOURCE_PACKED
     settings = ModelSettings.from_conf(conf)
     tick_ms = int(tick_seconds * 1000)
     conf_key = tuple(sorted(conf.items()))  # cached models are reused only under the same configuration
@@ -233,15 +238,21 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
         chunks = list(frames)
         frame = chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
         order = np.lexsort((frame["o3"].to_numpy(), frame["o2"].to_numpy(), frame["o1"].to_numpy()))
-        names, parts = frame["src_name"].to_numpy()[order], frame["src_part"].to_numpy()[order]
-        positions, values = frame["src_pos"].to_numpy()[order], frame["value"].to_numpy()[order]
+        values = frame["value"].to_numpy()[order]
+        if packed:
+            entries = ((SOURCE_FILE, "", part, pos, text) for _, part, pos, text in unpack(values))
+        else:
+            names, parts = frame["src_name"].to_numpy()[order], frame["src_part"].to_numpy()[order]
+            positions = frame["src_pos"].to_numpy()[order]
+            entries = ((source_kind, name, part, pos, value)
+                       for name, part, pos, value in zip(names, parts, positions, values))
         items = []
         horizon_ms = None
-        for name, part, pos, value in zip(names, parts, positions, values):
-            if source_kind == SOURCE_FILE and part == HORIZON_PART:
+        for kind, name, part, pos, value in entries:
+            if kind == SOURCE_FILE and part == HORIZON_PART:
                 horizon_ms = max(horizon_ms or 0, int(pos))
                 continue
-            origin = _origin(source_kind, name, part, pos, files)
+            origin = _origin(kind, name, part, pos, files)
             item = parse_record(value if value is not None else "", origin)
             if not isinstance(item, DeadLetter) and item.cluster != cluster:
                 # Spark grouped by the first `cluster` key, Python read another: refuse to guess.
@@ -252,7 +263,7 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
         stepped = guarded_step(state, cluster, items, settings, conf, shard, shards, horizon_ms,
                                cache_key=(conf_key, cluster, shard, shards))
         _store(group_state, stepped)
-        yield _frame(stepped.outputs)
+        yield pd.DataFrame(pack_outputs(stepped.outputs)) if packed else _frame(stepped.outputs)
 
     def on_tick(cluster: str, shard: int, stored: tuple | None, group_state) -> list[Output]:
         if stored is None or stored[1] is None:

@@ -1,0 +1,79 @@
+"""A replay routes records in Python (`streaming.packed`); `run` routes them with Spark expressions.
+
+Both must put a record in the same (cluster, shard) group, or a what-if replay would not predict
+what the streaming job decides. Checked here against the real Spark expressions of `streaming.job`.
+"""
+
+import json
+
+import pytest
+from pyspark.sql import functions as F
+
+from state.outputs import Output
+from streaming.job import _shard_column
+from streaming.packed import pack, pack_outputs, route, spark_xxhash64, summary_counts, top_level, unpack
+
+RECORDS = [
+    '{"type":"ledger_create","cluster":"c1","ledger_id":12,"request_id":"r1"}',
+    '{"type":"ledger_create","cluster":"c1","request_id":"r2"}',
+    '{"type":"bookie_replace","cluster":"c1","ledger_id":"L-7","request_id":"r3"}',
+    '{"type":"ensemble_check","cluster":"c1","ledger_id":123456789012345678901234567890}',
+    '{"type":"ledger_create","cluster":"c1"}',
+    '{"type":"bookie_writable","cluster":"c1","bookie":"b:1"}',
+    '{"cluster":"a","cluster":"b","type":"ledger_create","ledger_id":1,"ledger_id":2}',
+    '{"cluster":5,"type":"ledger_create"}',
+    '{"cluster":1.50}', '{"cluster":1e3}', '{"cluster":true}', '{"cluster":null}', '{"cluster":[]}',
+    '{"cluster":{"x": [1, 2.5, "s", null, false]}}', '{"cluster":"a",}', '{"cluster":"a"} trailing text',
+    'not json', '', '   ', '["cluster"]', '{"x":{"cluster":"nested"}}', '{"clu\\u0073ter":"escaped key"}',
+    '{"cluster":"t\\tab\\u00e9\\n"}', '{"cluster":"a","b":}', '{"cluster":"a"', '{"cluster":-0}',
+    '{"cluster":"x","bad":NaN}', '  {"cluster":"spaces"}  ', '{"cluster":"é","type":"ledger_create","ledger_id":"ü"}',
+    '{"type":"ledger_create","cluster":"c1","ledger_id":null,"request_id":7}',
+    '{"type":"LEDGER_CREATE","cluster":"c1","ledger_id":3}',
+]
+
+
+@pytest.mark.parametrize("shards", [1, 3, 7])
+def test_python_routing_matches_the_run_jobs_spark_expressions(spark, shards):
+    frame = spark.createDataFrame([(r,) for r in RECORDS], "value string")
+    frame = frame.select("value", F.coalesce(F.get_json_object("value", "$.cluster"), F.lit("")).alias("cluster"),
+                         _shard_column(shards).alias("shards") if shards > 1 else F.array(F.lit(0)).alias("shards"))
+    for row in frame.collect():
+        cluster, targets = route(top_level(row.value), shards)
+        assert (cluster, sorted(targets)) == (row.cluster, sorted(row.shards)), row.value
+
+
+def test_xxhash64_is_sparks_for_every_length_and_for_non_ascii_text(spark):
+    texts = ["", "a", "l:12", "r:", "é", "日本語のテキスト", "x" * 31, "y" * 32, "z" * 33,
+             *("".join(chr(97 + (i * 7 + j) % 26) for j in range(n)) for i, n in enumerate(range(0, 80, 3)))]
+    rows = spark.createDataFrame([(t,) for t in texts], "t string").select("t", F.xxhash64("t").alias("h")).collect()
+    assert {row.t: row.h for row in rows} == {t: spark_xxhash64(t.encode("utf-8")) for t in texts}
+
+
+def test_packed_entries_survive_any_text_and_carry_no_line_or_field_breaks():
+    entries = [(0, 1, 2, 'plain {"json":1}'), (1, 0, 3, "tab\there and \x1e\x1f control"), (2, 1, 4, "é ☃ \ud800?")]
+    value = pack(entries)
+    assert "\n" not in value and "\t" not in value and value.isascii()
+    assert list(unpack([value])) == [tuple(e) for e in entries]
+
+
+def test_packed_outputs_keep_their_order_per_kind_and_count_what_the_summary_reports():
+    produced = [
+        Output("decision", "c1", "d1", {"status": "ok", "adherence": "MEETS_STRICT"}),
+        Output("alert", "c1", "a1", {"type": "placement.decision.not_adhering"}),
+        Output("decision", "c1", "d2", {"status": "failed", "adherence": None,
+                                        "error": {"code": "NOT_ENOUGH_BOOKIES"}}),
+        Output("dead_letter", "", "x1", {"code": "INVALID_JSON"}),
+    ]
+    columns = pack_outputs(produced)
+    rows = list(zip(columns["kind"], columns["cluster"], columns["id"], columns["value"]))
+    assert rows[:3] == [
+        ("decision", "c1", "2", '{"adherence":"MEETS_STRICT","status":"ok"}\n'
+                                '{"adherence":null,"error":{"code":"NOT_ENOUGH_BOOKIES"},"status":"failed"}'),
+        ("alert", "c1", "1", '{"type":"placement.decision.not_adhering"}'),
+        ("dead_letter", "", "1", '{"code":"INVALID_JSON"}'),
+    ]
+    assert [(kind, cluster, json.loads(value)) for kind, cluster, _, value in rows[3:]] == [
+        ("summary", "c1", summary_counts(produced)["c1"]), ("summary", "", summary_counts(produced)[""])]
+    assert summary_counts(produced)["c1"] == {
+        "kind": {"decision": 2, "alert": 1}, "status": {"ok": 1, "failed": 1}, "adherence": {"MEETS_STRICT": 1},
+        "error": {"NOT_ENOUGH_BOOKIES": 1}, "alert": {"placement.decision.not_adhering": 1}}
