@@ -25,6 +25,7 @@ batch, so recovery never depends on the cache, and outputs are the same with or 
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -108,6 +109,20 @@ class ModelCache:
 
 MODEL_CACHE = ModelCache()
 """This worker's cache (module-level: it outlives the per-task function Spark unpickles)."""
+
+GC_THRESHOLD = (50_000, 20, 20)
+"""The cyclic garbage collector's thresholds in a worker that steps models (`gc.set_threshold`).
+
+A cluster's model and audit memory are hundreds of thousands of long-lived objects, and Python's
+default (700 allocations) runs a collection that scans them every few requests: about a fifth of
+a busy cluster's CPU time was the collector. The engine makes almost no reference cycles, so
+collecting less often costs little memory.
+"""
+
+
+def _tune_gc() -> None:
+    if gc.get_threshold() != GC_THRESHOLD:
+        gc.set_threshold(*GC_THRESHOLD)
 
 
 class Stepped(NamedTuple):
@@ -230,6 +245,7 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
     conf_key = tuple(sorted(conf.items()))  # cached models are reused only under the same configuration
 
     def on_group(key: tuple, frames: Iterator[pd.DataFrame], group_state) -> Iterator[pd.DataFrame]:
+        _tune_gc()
         cluster, shard = key[0], int(key[1])
         stored = group_state.get if cluster and group_state.exists else None
         if group_state.hasTimedOut:
