@@ -15,6 +15,21 @@ from typing import Any
 _INF = float("inf")
 
 
+def _kth_without(values: list[int], out: list[int], k: int) -> int:
+    """The k-th smallest (0-based) of the multiset `values` minus its sub-multiset `out` (both sorted).
+
+    The answer is `values[k + j]` for the least j with j == #(out <= values[k + j]); the count is
+    monotone in j, so iterating j <- #(out <= values[k + j]) from 0 reaches that j from below
+    (usually in one or two steps; at most len(out) + 1). Cost: O(steps x log len(out)).
+    """
+    j = 0
+    while True:
+        nxt = bisect.bisect_right(out, values[k + j])
+        if nxt == j:
+            return values[k + j]
+        j = nxt
+
+
 class _Layout:
     """Capped mass of every rack of the tree for one (cap, zero mass), with running sums."""
 
@@ -51,6 +66,7 @@ class _Scope(tuple):
     mass: float
     removed: frozenset[str]
     data: tuple  # (per-rack rows, masses, starts, ends, skip, skipped, mass, cap, zero mass): for draws
+    after: dict  # rack -> this scope minus that rack (`RackWeights.scope_after`)
 
 
 class _LazyScope(_Scope):
@@ -90,6 +106,7 @@ def _make_scope(names: list[str], rows: list[tuple], layout: _Layout, skip: list
     scope.mass = mass
     scope.removed = removed
     scope.data = (rows, layout.masses, layout.starts, layout.ends, skip, scope.skipped, mass, cap, zero_mass)
+    scope.after = {}
     return scope
 
 
@@ -113,7 +130,8 @@ class RackWeights:
 
     __slots__ = ("max_multiple", "racks", "members", "sorted_weights", "prefix", "zeros", "min_nonzero",
                  "totals", "all_sorted", "total", "_scopes", "_limit", "_rack_index", "_count", "_zeros",
-                 "_max_weight", "_layouts", "_weight_of", "_rack_of", "_bases", "_base_size", "_rows")
+                 "_max_weight", "_layouts", "_weight_of", "_rack_of", "_bases", "_base_size", "_rows",
+                 "_weight_rows")
 
     def __init__(self, index: tuple[list[str], list[str], dict[str, tuple[int, int]]],
                  weights: Mapping[str, int], max_multiple: int) -> None:
@@ -155,6 +173,7 @@ class RackWeights:
         self._max_weight = everything[-1] if everything else 0
         self._rack_index = {rack: i for i, rack in enumerate(self.racks)}
         self._rows = [(self.members[r], self.zeros[r], self.prefix[r], self.sorted_weights[r]) for r in self.racks]
+        self._weight_rows = [self.sorted_weights[r] for r in self.racks]
         self._scopes: dict[Any, _Scope | None] = {}
         self._layouts: dict[tuple[float, float], _Layout] = {}
         self._bases: dict[tuple[int, ...], tuple[list[int], int, int, int]] = {}
@@ -168,17 +187,33 @@ class RackWeights:
         values = self.all_sorted
         if not excluded:
             return values[k]
-        lists = [self.sorted_weights[r] for r in excluded]
-        lo, hi = 0, len(values) - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            v = values[mid]
-            remaining = bisect.bisect_right(values, v) - sum(bisect.bisect_right(x, v) for x in lists)
-            if remaining >= k + 1:
-                hi = mid
-            else:
-                lo = mid + 1
-        return values[lo]
+        out = sorted(w for r in excluded for w in self.sorted_weights[r])
+        return _kth_without(values, out, k)
+
+    def _order_statistic(self, skip: Sequence[int], count: int) -> Callable[[int], int]:
+        """`k -> k-th smallest weight` of every leaf outside the racks of indices `skip`, `count`
+        of them: the remaining weights sorted when they are fewer than the excluded ones, else the
+        excluded weights sorted and subtracted (`_kth_without`). Both give `_kth`'s values."""
+        values = self.all_sorted
+        if not skip:
+            return values.__getitem__
+        rows = self._weight_rows
+        if count < len(values) - count:
+            remaining: list[int] = []
+            pos = 0
+            for i in skip:
+                for row in rows[pos:i]:
+                    remaining += row
+                pos = i + 1
+            for row in rows[pos:]:
+                remaining += row
+            remaining.sort()
+            return remaining.__getitem__
+        out: list[int] = []
+        for i in skip:
+            out += rows[i]
+        out.sort()
+        return lambda k: _kth_without(values, out, k)
 
     def _cap_and_zero_mass(self, count: int, total: int, zeros: int,
                            kth: Callable[[int], float]) -> tuple[float, float]:
@@ -220,10 +255,20 @@ class RackWeights:
             return self._remember(key, None)
         total = self.total - sum(self.totals[r] for r in names)
         zeros = self._zeros - sum(self.zeros[r] for r in names)
-        cap, zero_mass = self._cap_and_zero_mass(count, total, zeros, lambda k: self._kth(k, names))
+        cap, zero_mass = self._cap_and_zero_mass(count, total, zeros, self._order_statistic(skip, count))
         layout = self._layout(cap, zero_mass)
         return self._remember(key, _make_scope(self.racks, self._rows, layout, skip, self._mass(layout, skip),
                                                cap, zero_mass, count))
+
+    def scope_after(self, scope: _Scope, rack: str, used: Sequence[str]) -> _Scope | None:
+        """`scope_excluding(sorted(used))`, where `scope` is the whole tree, one rack or
+        "every rack but `used` minus `rack`", found through `scope.after[rack]` (one dict lookup
+        once known; placements walk the same few chains of scopes over and over)."""
+        after = scope.after
+        found = after.get(rack, False)
+        if found is False:
+            found = after[rack] = self.scope_excluding(tuple(sorted(used)))
+        return found  # type: ignore[return-value]
 
     def scope_rack(self, rack: str) -> _Scope | None:
         """The scope of one rack of the tree; cached."""

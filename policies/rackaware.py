@@ -78,6 +78,9 @@ class Ensemble(Protocol):
 
 
 def _check_sizes(ensemble_size: int, write_quorum: int, ack_quorum: int) -> None:
+    if type(ensemble_size) is int and type(write_quorum) is int and type(ack_quorum) is int and (
+            ensemble_size >= 0 and write_quorum >= 0 and ack_quorum >= 0):
+        return
     for name, value in (("ensemble_size", ensemble_size), ("write_quorum", write_quorum),
                         ("ack_quorum", ack_quorum)):
         if not isinstance(value, int) or value < 0:
@@ -797,7 +800,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             start, end = ranges[rack]  # type: ignore[index]
             size -= end - start
             racks_in -= 1
-            scope = sampler.scope_excluding(tuple(sorted(used)))
+            scope = sampler.scope_after(scope, rack, used)  # type: ignore[arg-type]
         return chosen
 
     def _fast_adherence(self, chosen: list[str], write_quorum: int, ack_quorum: int) -> Adherence:
@@ -1210,11 +1213,18 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         min_racks = min(write_quorum, settings.min_racks_per_write_quorum)
         known = self.known
         racks = [known.get(b) for b in ensemble]
+        default = self.default_location if settings.enforce_min_racks else None
+        distinct = set(racks)
+        if write_quorum >= 1 and len(distinct) == size and None not in distinct:
+            # Every member known and in a rack of its own: each write set spans min(WQ, E) racks and
+            # some write set holds each member, so only the count and the default rack can fail.
+            if min(write_quorum, size) < min_racks or (default is not None and default in distinct):
+                return Adherence.FAIL
+            return Adherence.MEETS_STRICT
         if write_quorum > size:
             racks = racks * (write_quorum // size + 2)
         else:
             racks = racks + racks[:write_quorum]
-        default = self.default_location if settings.enforce_min_racks else None
         for i in range(size):
             window = set(racks[i:i + write_quorum])
             window.discard(None)

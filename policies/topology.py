@@ -64,6 +64,9 @@ class LeafView(Sequence[str]):
 
 _EMPTY: list[str] = []
 
+# Distinct scope strings whose views `NetworkTopology.leaves` keeps between two changes of the tree.
+_VIEW_CACHE_LIMIT = 1024
+
 
 class NetworkTopology:
     """Bookies (leaves) under racks (their locations); every leaf has the same depth.
@@ -72,7 +75,7 @@ class NetworkTopology:
     empty; all racks have the same depth, recorded while the tree has leaves (spec §1.5).
     """
 
-    __slots__ = ("_members", "_rack_of", "_depth", "_flat", "_rack_ranges", "_sorted_racks")
+    __slots__ = ("_members", "_rack_of", "_depth", "_flat", "_rack_ranges", "_sorted_racks", "_views")
 
     def __init__(self) -> None:
         self._members: dict[str, list[str]] = {}
@@ -81,6 +84,7 @@ class NetworkTopology:
         self._flat: list[str] | None = None
         self._rack_ranges: dict[str, tuple[int, int]] = {}
         self._sorted_racks: list[str] = []
+        self._views: dict[str, LeafView] = {}
 
     # -- changes -------------------------------------------------------------------------------
 
@@ -196,6 +200,7 @@ class NetworkTopology:
             ranges[rack] = (start, len(flat))
         self._flat = flat
         self._rack_ranges = ranges
+        self._views = {}
         return flat
 
     def _scope_range(self, scope: str, flat: list[str]) -> tuple[int, int] | None:
@@ -218,8 +223,25 @@ class NetworkTopology:
         `scope` is ROOT, a rack, an inner node, or a leaf path (`/rack/bookie`, giving that leaf).
         A scope starting with `~` is "everything but": `~/r1,/r2` is the tree minus those subtrees;
         `~` alone (or with an empty member) is empty. Unknown scopes give an empty view.
+
+        Views are kept per scope string until the tree changes (a view is immutable and shares the
+        flat list it was built on), so asking again for the same scope costs one dict lookup.
         """
-        flat = self._flat if self._flat is not None else self._build()
+        flat = self._flat
+        if flat is None:
+            flat = self._build()
+        else:
+            view = self._views.get(scope)
+            if view is not None:
+                return view
+        view = self._leaves(scope, flat)
+        views = self._views
+        if len(views) >= _VIEW_CACHE_LIMIT:
+            views.clear()
+        views[scope] = view
+        return view
+
+    def _leaves(self, scope: str, flat: list[str]) -> LeafView:
         if scope.startswith("~"):
             return self.leaves_excluding(scope[1:].split(","))
         scope = normalize(scope)
