@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bookies", type=int, default=120)
     parser.add_argument("--racks", type=int, default=12)
     parser.add_argument("--disk-interval", type=int, default=600, help="seconds between disk poll rounds")
-    parser.add_argument("--records-per-trigger", type=int, default=50_000,
-                        help="engine.replay.recordsPerTrigger (the engine's default is 50000)")
+    parser.add_argument("--records-per-trigger", type=int, default=200_000,
+                        help="engine.replay.recordsPerTrigger (the engine's default is 200000)")
     parser.add_argument("--shards", type=int, default=1, help="engine.shardsPerCluster")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a configuration key (e.g. diskWeightBasedPlacementEnabled=false)")

@@ -32,7 +32,7 @@ DEFAULTS: dict[str, str] = {
     "engine.kafka.connector": "python",
     "engine.kafka.endOffsetProbe": "fetch",
     "engine.alerts.kafkaMode": "binary",
-    "engine.replay.recordsPerTrigger": "50000",
+    "engine.replay.recordsPerTrigger": "200000",
 }
 """Every engine key the streaming layer reads, with its default (the README lists them)."""
 
