@@ -21,6 +21,25 @@ from collections.abc import Callable, Iterable
 
 Locate = Callable[[str], str]
 
+# (E, W, one write set) -> for each position < E, the write sets holding it; shared, immutable, bounded.
+_WINDOWS: dict[tuple[int, int, bool], tuple[tuple[int, ...], ...]] = {}
+
+
+def _windows(ensemble_size: int, write_quorum: int, single: bool) -> tuple[tuple[int, ...], ...]:
+    """Write sets (their first positions) holding each position 0..E-1: W - 1 .. 0 positions back, mod E;
+    only set 0 when `single` (the durability rule with E == W keeps one set for the whole ensemble)."""
+    key = (ensemble_size, write_quorum, single and ensemble_size == write_quorum)
+    found = _WINDOWS.get(key)
+    if found is None:
+        e = ensemble_size
+        if key[2]:
+            found = ((0,),) * e
+        else:
+            found = tuple(tuple((i + e) % e for i in range(p - write_quorum + 1, p + 1)) for p in range(e))
+        if len(_WINDOWS) < 1024:
+            _WINDOWS[key] = found
+    return found
+
 
 class RackQuorumCoverageSet:
     """Distinct locations of one write set (BookKeeper `RackQuorumCoverageSet`)."""
@@ -103,7 +122,7 @@ class CoverageEnsemble:
     """
 
     __slots__ = ("ensemble_size", "write_quorum", "ack_quorum", "min_racks", "locate", "parent",
-                 "parent_predicate", "regions", "min_durability", "chosen", "_chosen_set", "_sets")
+                 "parent_predicate", "regions", "min_durability", "chosen", "_chosen_set", "_sets", "_windows")
 
     def __init__(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_racks: int,
                  locate: Locate, parent: CoverageEnsemble | None = None,
@@ -121,8 +140,13 @@ class CoverageEnsemble:
         self.chosen: list[str] = []
         self._chosen_set: set[str] = set()
         self._sets: list[RackQuorumCoverageSet | DurabilityCoverageSet | None] = [None] * max(ensemble_size, 1)
+        self._windows = _windows(ensemble_size, write_quorum, min_durability > 0)
 
     def _indices(self, position: int) -> Iterable[int]:
+        """The write sets (their first positions) that hold `position`."""
+        windows = self._windows
+        if position < len(windows):
+            return windows[position]
         if self.ensemble_size == self.write_quorum and self.min_durability > 0:
             return (0,)
         e = self.ensemble_size
@@ -143,8 +167,10 @@ class CoverageEnsemble:
         if ensemble is not self or candidate in self._chosen_set:
             return False
         location = self.locate(candidate)
+        sets = self._sets
         for index in self._indices(len(self.chosen)):
-            if not self._set(index).accepts(location):
+            found = sets[index]
+            if not (found if found is not None else self._set(index)).accepts(location):
                 return False
         if self.parent_predicate is not None:
             return self.parent_predicate.apply(candidate, self.parent)
@@ -159,8 +185,10 @@ class CoverageEnsemble:
         if bookie in self._chosen_set:
             return False
         location = self.locate(bookie)
+        sets = self._sets
         for index in self._indices(len(self.chosen)):
-            self._set(index).add(location)
+            found = sets[index]
+            (found if found is not None else self._set(index)).add(location)
         self.chosen.append(bookie)
         self._chosen_set.add(bookie)
         if self.parent is not None:
@@ -179,9 +207,16 @@ class CoverageEnsemble:
     def copy(self) -> CoverageEnsemble:
         """A deep copy of the chosen list and coverage sets; parent links are shared (as in Java)."""
         other = CoverageEnsemble.__new__(CoverageEnsemble)
-        for name in ("ensemble_size", "write_quorum", "ack_quorum", "min_racks", "locate", "parent",
-                     "parent_predicate", "regions", "min_durability"):
-            setattr(other, name, getattr(self, name))
+        other.ensemble_size = self.ensemble_size
+        other.write_quorum = self.write_quorum
+        other.ack_quorum = self.ack_quorum
+        other.min_racks = self.min_racks
+        other.locate = self.locate
+        other.parent = self.parent
+        other.parent_predicate = self.parent_predicate
+        other.regions = self.regions
+        other.min_durability = self.min_durability
+        other._windows = self._windows
         other.chosen = list(self.chosen)
         other._chosen_set = set(self._chosen_set)
         other._sets = [s.copy() if s is not None else None for s in self._sets]

@@ -740,8 +740,55 @@ class RegionawarePolicy(TopologyAwarePolicy):
         location count as region `UnknownRegion`, as placement counts them.
 
         BK bug fixed (apache/bookkeeper#1898): Java always answers MEETS_STRICT.
+
+        Cost: O(E x W); every member is looked up once (`_deficits` gives the amounts, for repairs).
         """
-        return self._adherence_of(self._deficits(ensemble, write_quorum, ack_quorum) if ensemble else [])
+        size = len(ensemble)
+        if size == 0:
+            return Adherence.FAIL
+        if write_quorum < 1 or len(set(ensemble)) != size:
+            return self._adherence_of(self._deficits(ensemble, write_quorum, ack_quorum))
+        settings = self.settings
+        min_regions = self.min_regions if self.is_durability_enforced() else 0
+        need_racks = min(write_quorum, settings.min_racks_per_write_quorum)
+        need_regions = min(min_regions, write_quorum)
+        default = self.default_location if settings.enforce_min_racks else None
+        known = self.known
+        region_of = self.region_of
+        # (rack, region) of each member; None for a member that is not known (it does not count).
+        where = []
+        for bookie in ensemble:
+            location = known.get(bookie)
+            if location is None:
+                where.append(None)
+            elif location == default:
+                return Adherence.FAIL                    # some write set holds it (W >= 1)
+            else:
+                where.append((location, region_of[bookie]))
+        # Distinct members: a write set is W consecutive positions, or the whole ensemble when W >= E.
+        span = min(write_quorum, size)
+        where = where + where[:span - 1]
+        soft = False
+        soft_regions = 0
+        for i in range(size):
+            racks = set()
+            copies: dict[str, int] = {}
+            for member in where[i:i + span]:
+                if member is not None:
+                    racks.add(member[0])
+                    copies[member[1]] = copies.get(member[1], 0) + 1
+            if len(racks) < need_racks:
+                return Adherence.FAIL
+            if min_regions > 0:
+                if len(copies) < need_regions or (
+                        sum(sorted(copies.values(), reverse=True)[:min_regions - 1]) > ack_quorum - 1):
+                    return Adherence.FAIL
+            elif not soft:
+                if not soft_regions:
+                    populated = sum(1 for sub in self.sub_policies.values() if sub.known)
+                    soft_regions = min(write_quorum, settings.min_racks_per_write_quorum, max(populated, 1))
+                soft = len(copies) < soft_regions
+        return Adherence.MEETS_SOFT if soft else Adherence.MEETS_STRICT
 
     def are_acked_bookies_adhering(self, acked: Iterable[str], write_quorum: int, ack_quorum: int) -> bool:
         """Distinct racks of the known acked bookies >= min(W, minNumRacksPerWriteQuorum) (spec §2.2, inherited)."""

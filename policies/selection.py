@@ -50,10 +50,26 @@ def pick_uniform(rng: random.Random, population: Sequence[str], accept: Accept |
         return None
     if accept is None:
         return population[int(rng.random() * n)]
-    for candidate in lazy_shuffle(rng, population):
+    # The first step of `lazy_shuffle`, inline (most picks end there); then the rest of the same walk.
+    j = int(rng.random() * n)
+    candidate = population[j]
+    if accept(candidate):
+        return candidate
+    for candidate in _shuffle_rest(rng, population, {j: 0} if j else {}):
         if accept(candidate):
             return candidate
     return None
+
+
+def _shuffle_rest(rng: random.Random, population: Sequence[str], swapped: dict[int, int]) -> Iterator[str]:
+    """`lazy_shuffle` from its second step, given the swaps of its first."""
+    n = len(population)
+    draw = rng.random
+    for i in range(1, n):
+        j = i + int(draw() * (n - i))
+        pos = swapped.get(j, j)
+        swapped[j] = swapped.get(i, i)
+        yield population[pos]
 
 
 def capped_probabilities(weights: Sequence[int], max_multiple: int) -> list[float]:
