@@ -309,15 +309,7 @@ class RackWeights:
             zeros -= bisect.bisect_right(out, 0)
 
             def kth(k: int) -> int:
-                lo, hi = 0, len(values) - 1
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    v = values[mid]
-                    if bisect.bisect_right(values, v) - bisect.bisect_right(out, v) >= k + 1:
-                        hi = mid
-                    else:
-                        lo = mid + 1
-                return values[lo]
+                return _kth_without(values, out, k)
         else:
             if count == 0:
                 return None

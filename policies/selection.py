@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import accumulate, repeat
 
 Accept = Callable[[str], bool]
 
@@ -93,12 +94,9 @@ def capped_probabilities(weights: Sequence[int], max_multiple: int) -> list[floa
         median = (ordered[n // 2 - 1] + ordered[n // 2]) / 2.0
     cap = max_multiple * (median / total)
     min_p = min_weight / total
-    probabilities = []
-    for weight in weights:
-        p = weight / total if weight > 0 else min_p
-        if cap > 0 and p > cap:
-            p = cap
-        probabilities.append(p)
+    probabilities = [weight / total if weight > 0 else min_p for weight in weights]
+    if cap > 0:
+        probabilities = [p if p <= cap else cap for p in probabilities]
     return probabilities
 
 
@@ -109,14 +107,11 @@ class WeightedSelector:
 
     def __init__(self, population: Sequence[str], weight_of: Mapping[str, int], max_multiple: int) -> None:
         self.population = list(population)
-        self._mass = capped_probabilities([weight_of.get(b, 0) for b in self.population], max_multiple)
-        cumulative = []
-        running = 0.0
-        for p in self._mass:
-            running += p
-            cumulative.append(running)
+        self._mass = capped_probabilities(list(map(weight_of.get, self.population, repeat(0))), max_multiple)
+        # Running sums, left to right (0.0 + p is p): the same floats as an explicit loop.
+        cumulative = list(accumulate(self._mass))
         self._cumulative = cumulative
-        self._total = running
+        self._total = cumulative[-1] if cumulative else 0.0
 
     def probability(self, bookie: str) -> float:
         """Normalised chance of `bookie` in one unconstrained draw (for tests and explanations)."""

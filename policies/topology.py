@@ -54,9 +54,15 @@ class LeafView(Sequence[str]):
         return self._flat[self._starts[k] + index - self._offsets[k]]
 
     def __iter__(self) -> Iterator[str]:
+        # Slices copied at C speed, then iterated at C speed (a generator resumes once per leaf).
         flat = self._flat
-        for start, offset, nxt in zip(self._starts, self._offsets, self._offsets[1:] + [self._len]):
-            yield from flat[start:start + (nxt - offset)]
+        starts = self._starts
+        if len(starts) == 1:
+            return iter(flat[starts[0]:starts[0] + self._len])
+        leaves: list[str] = []
+        for start, offset, nxt in zip(starts, self._offsets, self._offsets[1:] + [self._len]):
+            leaves += flat[start:start + (nxt - offset)]
+        return iter(leaves)
 
     def __repr__(self) -> str:
         return f"LeafView({list(self)!r})"
