@@ -32,19 +32,21 @@ def _engine_settings(conf: dict[str, str]) -> EngineSettings:
     return settings
 
 
-def _session(settings: EngineSettings, app: str):
+def _session(settings: EngineSettings, app: str, java_options: str = ""):
     from .session import build_session
 
     return build_session(master=settings.spark_master, app_name=app,
-                         conf={"spark.sql.shuffle.partitions": str(settings.shuffle_partitions)})
+                         conf={"spark.sql.shuffle.partitions": str(settings.shuffle_partitions)},
+                         java_options=java_options if settings.spark_master.startswith("local") else "")
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from .replay import run_replay
+    from .session import SHORT_RUN_JAVA_OPTIONS
 
     conf = load_conf(args.conf, args.set)
     settings = _engine_settings(conf)
-    spark = _session(settings, "placement-engine-replay")
+    spark = _session(settings, "placement-engine-replay", SHORT_RUN_JAVA_OPTIONS)
     summary = run_replay(spark, conf, settings, args.events, args.out)
     print(json.dumps(summary, indent=2, sort_keys=True))
     return 0

@@ -184,17 +184,20 @@ def unpack(values: Iterable[str]) -> Iterator[tuple[int, int, int, str]]:
 
 
 def pack_outputs(produced: Sequence[Any]) -> dict[str, list]:
-    """Columns of the packed output frame: one row per (kind, cluster) with the outputs' JSON lines
-    (`id` holds their count), and one `SUMMARY` row per cluster with `summary_counts`."""
+    """Columns of the packed output frame: rows per (kind, cluster) with up to `PACK_SIZE` outputs'
+    JSON lines each (`id` holds their count), in order, and one `SUMMARY` row per cluster with
+    `summary_counts`."""
     texts: dict[tuple[str, str], list[str]] = {}
     for output in produced:
         texts.setdefault((output.kind, output.cluster), []).append(output.to_json())
     columns: dict[str, list] = {"kind": [], "cluster": [], "id": [], "value": []}
     for (kind, cluster), lines in texts.items():
-        columns["kind"].append(kind)
-        columns["cluster"].append(cluster)
-        columns["id"].append(str(len(lines)))
-        columns["value"].append("\n".join(lines))
+        for first in range(0, len(lines), PACK_SIZE):  # no giant strings for the JVM
+            run = lines[first:first + PACK_SIZE]
+            columns["kind"].append(kind)
+            columns["cluster"].append(cluster)
+            columns["id"].append(str(len(run)))
+            columns["value"].append("\n".join(run))
     for cluster, counts in summary_counts(produced).items():
         columns["kind"].append(SUMMARY)
         columns["cluster"].append(cluster)

@@ -31,6 +31,11 @@ DEFAULT_CONF: Mapping[str, str] = {
 
 DEFAULT_LOG_LEVEL = "WARN"
 
+SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+"""JVM flags for a short local run (a replay): compile with C1 only. The JVM only coordinates a
+replay (the records travel packed and Python does the work), and C2's compiler threads spent about
+17 of the 35 CPU-seconds a small local replay cost the JVM on 2 cores (bench/README.md)."""
+
 _LOG4J_CONF = Path(__file__).resolve().parent / "log4j2.properties"
 
 # The directory holding the project's top-level packages (policies/, events/, state/, streaming/).
@@ -51,7 +56,8 @@ def _prepare_python_workers() -> None:
 
 
 def build_session(master: str = "local[2]", app_name: str = "placement-engine",
-                  conf: Mapping[str, str] | None = None, log_level: str = DEFAULT_LOG_LEVEL) -> SparkSession:
+                  conf: Mapping[str, str] | None = None, log_level: str = DEFAULT_LOG_LEVEL,
+                  java_options: str = "") -> SparkSession:
     """Return the active SparkSession, creating it if needed, with ``placement-kafka`` registered.
 
     Idempotent: a second call returns the running session (``getOrCreate``); settings that only take effect
@@ -63,6 +69,8 @@ def build_session(master: str = "local[2]", app_name: str = "placement-engine",
         app_name: the application name shown by Spark.
         conf: Spark settings applied over :data:`DEFAULT_CONF`.
         log_level: Spark's log level (``WARN`` or ``ERROR`` keep test output quiet).
+        java_options: JVM flags added to the driver's (read only when this call starts the JVM;
+            see :data:`SHORT_RUN_JAVA_OPTIONS`).
 
     Returns:
         The SparkSession.
@@ -75,6 +83,8 @@ def build_session(master: str = "local[2]", app_name: str = "placement-engine",
     if "spark.driver.extraJavaOptions" not in settings:
         # Read when the JVM starts: keep Spark's known harmless start-up notices out of the operator log.
         settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_LOG4J_CONF}"
+    if java_options:
+        settings["spark.driver.extraJavaOptions"] = f"{settings['spark.driver.extraJavaOptions']} {java_options}"
     for key, value in settings.items():
         builder = builder.config(key, str(value))
     spark = builder.getOrCreate()

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from state.outputs import Output
 from streaming.job import _shard_column
-from streaming.packed import pack, pack_outputs, route, spark_xxhash64, summary_counts, top_level, unpack
+from streaming.packed import PACK_SIZE, pack, pack_outputs, route, spark_xxhash64, summary_counts, top_level, unpack
 
 RECORDS = [
     '{"type":"ledger_create","cluster":"c1","ledger_id":12,"request_id":"r1"}',
@@ -77,3 +77,12 @@ def test_packed_outputs_keep_their_order_per_kind_and_count_what_the_summary_rep
     assert summary_counts(produced)["c1"] == {
         "kind": {"decision": 2, "alert": 1}, "status": {"ok": 1, "failed": 1}, "adherence": {"MEETS_STRICT": 1},
         "error": {"NOT_ENOUGH_BOOKIES": 1}, "alert": {"placement.decision.not_adhering": 1}}
+
+
+def test_many_outputs_are_split_into_rows_of_at_most_pack_size_in_order():
+    produced = [Output("decision", "c1", f"d{n}", {"n": n}) for n in range(PACK_SIZE + 1)]
+    columns = pack_outputs(produced)
+    rows = [(kind, count, value) for kind, count, value in zip(columns["kind"], columns["id"], columns["value"])
+            if kind == "decision"]
+    assert [count for _, count, _ in rows] == [str(PACK_SIZE), "1"]
+    assert [json.loads(line)["n"] for _, _, value in rows for line in value.split("\n")] == list(range(PACK_SIZE + 1))
