@@ -528,7 +528,8 @@ class LedgerAudit:
                   "adherence": verdict.adherence, "problems": list(verdict.problems),
                   "unavailable": list(verdict.unavailable), "relaxed": list(entry.relaxed),
                   "relaxed_rules": [jsonable(rule) for rule in entry.rules], "fix": dict(fix),
-                  "action": action, "trigger": trigger, "topology_version": version, "state": "firing"})
+                  "action": action, "trigger": trigger, "topology_version": version, "state": "firing"},
+            ready=True)   # built here from strings, ints and lists of them (`fix` is the caller's own)
         entry.open[alert_type] = alert.id
         return alert
 
@@ -542,7 +543,7 @@ class LedgerAudit:
                 key=f"v{version}:{trigger}", severity=outputs.INFO,
                 data={"ledger_id": entry.ledger_id, "ensemble": list(entry.ensemble), "adherence": entry.adherence,
                       "reason": reason, "resolves": opened, "trigger": trigger, "topology_version": version,
-                      "state": "resolved"}))
+                      "state": "resolved"}, ready=True))
         return produced
 
     # -- bounds ------------------------------------------------------------------------------------

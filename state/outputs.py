@@ -20,6 +20,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Any
 
 from events.dead_letter import DeadLetter
@@ -65,29 +66,75 @@ class Output:
     payload: dict[str, Any]
 
     def to_json(self) -> str:
-        """Compact JSON, keys sorted, ASCII only (so any sink can carry it)."""
+        """Compact JSON, keys sorted, ASCII only (so any sink can carry it).
+
+        Cost: one pass of the C encoder; `json.dumps(payload, sort_keys=True, separators=(",", ":"))`
+        exactly, without building an encoder per call.
+        """
+        if _encode is not None:
+            try:
+                return "".join(_encode(self.payload, 0))
+            except RecursionError:
+                pass            # a cycle (the fast encoder does not look for them) or very deep nesting
         return json.dumps(self.payload, sort_keys=True, separators=(",", ":"))
+
+
+# The encoder `json.dumps(..., sort_keys=True, separators=(",", ":"))` builds on every call, built once.
+# No cycle markers (a shared markers dict would keep stale entries after an error): a cycle surfaces
+# as RecursionError and `to_json` repeats the call through `json.dumps`, which reports it as usual.
+_encode = None if c_make_encoder is None else c_make_encoder(
+    None, json.JSONEncoder().default, encode_basestring_ascii, None, ":", ",", True, False, True)
+
+
+def _part(part: str) -> bytes:
+    data = part.encode("utf-8", "surrogatepass")
+    return len(data).to_bytes(8, "big") + data
 
 
 def stable_id(*parts: str) -> str:
     """32 hex digits of BLAKE2b over the parts, each length-prefixed (so no two part lists collide)."""
-    chunks = []
-    for part in parts:
-        data = part.encode("utf-8", "surrogatepass")
-        chunks.append(len(data).to_bytes(8, "big"))
-        chunks.append(data)
-    return hashlib.blake2b(b"".join(chunks), digest_size=16).hexdigest()
+    return hashlib.blake2b(b"".join([_part(part) for part in parts]), digest_size=16).hexdigest()
+
+
+# Encoded leading parts of ids ((kind, cluster), (kind, alert type, cluster)): most outputs of a
+# batch share them. Bounded: cleared when full (a pure memo, never changes an id).
+_PREFIXES: dict[tuple[str, ...], bytes] = {}
+_MAX_PREFIXES = 4096
+
+
+def _prefix(parts: tuple[str, ...]) -> bytes:
+    encoded = _PREFIXES.get(parts)
+    if encoded is None:
+        if len(_PREFIXES) >= _MAX_PREFIXES:
+            _PREFIXES.clear()
+        encoded = _PREFIXES[parts] = b"".join([_part(part) for part in parts])
+    return encoded
 
 
 _DAYS: dict[int, str] = {}
 _MS_PER_DAY = 86_400_000
+# The last whole second rendered and its text up to the dot: outputs of one record (and records
+# close in time) share it. One tuple, rebound at once (safe across threads); never changes a result.
+_last_second: tuple[int, str] = (-1, "")
 
 
 def iso_time(ms: int) -> str:
-    """`events.format_time(ms)` (ISO-8601 UTC with milliseconds), with the date part cached per day.
+    """`events.format_time(ms)` (ISO-8601 UTC with milliseconds); the text up to the second is
+    remembered for the last second seen, the date part per day.
 
-    Cost: O(1); about 1 us instead of 5 (decisions and alerts each carry one).
+    Cost: O(1); well under 1 us when the second repeats, about 1 us otherwise.
     """
+    global _last_second  # noqa: PLW0603 - the one-entry memo above
+    second, milli = divmod(ms, 1000)
+    memo = _last_second
+    if memo[0] == second:
+        return f"{memo[1]}{milli:03d}Z"
+    head = _iso_second(second * 1000)[:-4]
+    _last_second = (second, head)
+    return f"{head}{milli:03d}Z"
+
+
+def _iso_second(ms: int) -> str:
     days, rest = divmod(ms, _MS_PER_DAY)
     day = _DAYS.get(days)
     if day is None:
@@ -144,7 +191,8 @@ def _jsonable_other(value: Any) -> Any:
 
 
 def decision_id(cluster: str, request_id: str) -> str:
-    return stable_id(DECISION, cluster, request_id)
+    """`stable_id(DECISION, cluster, request_id)`."""
+    return hashlib.blake2b(_prefix((DECISION, cluster)) + _part(request_id), digest_size=16).hexdigest()
 
 
 def decision(*, cluster: str, request_id: str, request_type: str | None, ledger_id: int | None,
@@ -178,10 +226,15 @@ def decision(*, cluster: str, request_id: str, request_type: str | None, ledger_
 
 
 def alert(*, alert_type: str, cluster: str, subject: str, time_ms: int, key: str, severity: str,
-          data: Mapping[str, Any]) -> Output:
-    """A CloudEvents 1.0 alert. `key` is the triggering request id or bookie id (part of the id)."""
-    ident = stable_id(ALERT, alert_type, cluster, subject, str(time_ms), key)
-    body = jsonable(data)
+          data: Mapping[str, Any], ready: bool = False) -> Output:
+    """A CloudEvents 1.0 alert. `key` is the triggering request id or bookie id (part of the id).
+
+    `ready=True`: `data` is a new dict holding JSON values only (str keys; exact str, int, float,
+    bool, None, and lists and dicts of them) that the caller hands over; it becomes the body as it
+    is, without the `jsonable` copy (the audit's alerts, built field by field).
+    """
+    ident = alert_id(alert_type, cluster, subject, time_ms, key)
+    body = data if ready else jsonable(data)
     body["severity"] = severity
     body["cluster"] = cluster
     payload = {
@@ -195,6 +248,12 @@ def alert(*, alert_type: str, cluster: str, subject: str, time_ms: int, key: str
         "data": body,
     }
     return Output(ALERT, cluster, ident, payload)
+
+
+def alert_id(alert_type: str, cluster: str, subject: str, time_ms: int, key: str) -> str:
+    """`stable_id(ALERT, alert_type, cluster, subject, str(time_ms), key)`."""
+    return hashlib.blake2b(_prefix((ALERT, alert_type, cluster)) + _part(subject) + _part(str(time_ms)) + _part(key),
+                           digest_size=16).hexdigest()
 
 
 # -- dead letters ------------------------------------------------------------------------------------
@@ -221,6 +280,7 @@ __all__ = [
     "DECISION",
     "Output",
     "alert",
+    "alert_id",
     "dead_letter",
     "decision",
     "decision_id",
