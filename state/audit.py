@@ -63,6 +63,7 @@ from policies import Adherence, PlacementError
 
 from . import outputs
 from .outputs import Output, jsonable
+from .seeding import seeded_random
 
 ALERT_LEDGER_NOT_ADHERING = "placement.ledger.not_adhering"
 ALERT_LEDGER_READHERE = "placement.ledger.readhere_possible"
@@ -224,19 +225,24 @@ class LedgerAudit:
             Resolving events, and those of ledgers forgotten to stay within the bounds.
         """
         entries = self.entries
-        produced = self.expire(time_ms, view.version) if entries else []
+        # `expire` does something only when the least recently seen ledger is out of the TTL.
+        if entries and next(iter(entries.values())).seen_ms <= time_ms - self.ttl_ms:
+            produced = self.expire(time_ms, view.version)
+        else:
+            produced = []
         if self.max_ledgers <= 0 or not ensemble:
             return produced
         key = f"ledger/{ledger_id}" if ledger_id is not None else f"request/{request_id}"
         entry = entries.get(key)
         members = tuple(ensemble)
-        if entry is None:
-            if adherence == _STRICT and not (explain and (explain.get("fallbacks") or explain.get("relaxed"))) \
-                    and self._plainly_placed(
-                    view, members):
-                # Fast path (every placement that needed no fallback): adhering, nothing to tag.
-                entries[key] = AuditEntry(key=key, ledger_id=ledger_id, request_id=request_id, ensemble=members,
-                                          write_quorum=write_quorum, ack_quorum=ack_quorum, seen_ms=time_ms,
+        if adherence == _STRICT and not (explain and (explain.get("fallbacks") or explain.get("relaxed"))) \
+                and self._plainly_placed(view, members):
+            # Fast path (every placement or check that needed no fallback): what the general path below
+            # gives for it, without its steps: no relaxation notes or rules, `evaluate` finds no
+            # problem (every member writable and placed, none pending), so the ledger adheres and
+            # waits for nothing.
+            if entry is None:
+                entries[key] = AuditEntry(key, ledger_id, request_id, members, write_quorum, ack_quorum, time_ms,
                                           adhering=True, adherence=_STRICT)
                 if self.indexed:
                     index = self.by_bookie
@@ -246,9 +252,21 @@ class LedgerAudit:
                             index[bookie] = {key}
                         else:
                             keys_of.add(key)
-                if len(entries) > self.max_ledgers:
-                    produced += self._trim(time_ms, view.version)
-                return produced
+            else:
+                self._index(key, members, entry.ensemble)
+                entry.ensemble, entry.request_id = members, request_id
+                entry.write_quorum, entry.ack_quorum, entry.seen_ms = write_quorum, ack_quorum, time_ms
+                entries.move_to_end(key)
+                entry.relaxed, entry.rules, entry.fix_known = (), (), False
+                entry.adhering, entry.adherence = True, _STRICT
+                if entry.open:
+                    produced += self._resolve(entry, time_ms, view.version, request_id,
+                                              f"re-placed by {request_id}: the ensemble adheres")
+                self.waiting.discard(key)
+            if len(entries) > self.max_ledgers:
+                produced += self._trim(time_ms, view.version)
+            return produced
+        if entry is None:
             entry = AuditEntry(key=key, ledger_id=ledger_id, request_id=request_id, ensemble=members,
                                write_quorum=write_quorum, ack_quorum=ack_quorum, seen_ms=time_ms)
             entries[key] = entry
@@ -747,7 +765,7 @@ def _current_rack_info(view: MembershipView) -> None:
 
 
 def _fix_rng(seed: int, cluster: str, key: str, version: int) -> random.Random:
-    return random.Random(int(outputs.stable_id("audit-fix", str(seed), cluster, key, str(version)), 16))
+    return seeded_random(int(outputs.stable_id("audit-fix", str(seed), cluster, key, str(version)), 16))
 
 
 def _disallowed_regions(policy: Any) -> frozenset[str]:

@@ -182,24 +182,33 @@ class ClusterModel:
         history TTL, an audited ledger's TTL. Entries made stale by later events are dropped on the way.
         Cost: O(1) amortised.
         """
-        due = [t for t in (self.next_departure_due_ms(), self._next_history_ms(), self.audit.next_expiry_ms())
-               if t is not None]
-        return min(due) if due else None
+        due = self.next_departure_due_ms()
+        history = self._next_history_ms()
+        if history is not None and (due is None or history < due):
+            due = history
+        entries = self.audit.entries
+        if entries:                    # `LedgerAudit.next_expiry_ms`, inlined: it runs once per record
+            ledger = next(iter(entries.values())).seen_ms + self.audit.ttl_ms
+            if due is None or ledger < due:
+                due = ledger
+        return due
 
     def next_departure_due_ms(self) -> int | None:
         """When the next stabilization delay or flap window ends (what an idle tick is armed for)."""
-        due = []
+        due = None
         pending = self._pending_heap
-        while pending and self.pending.get(pending[0][1]) != pending[0][2]:
-            heapq.heappop(pending)
         if pending:
-            due.append(_seconds_to_ms(pending[0][0]))
+            while pending and self.pending.get(pending[0][1]) != pending[0][2]:
+                heapq.heappop(pending)
+            if pending:
+                due = _seconds_to_ms(pending[0][0])
         flaps = self._flap_heap
-        while flaps and _flap_entry_is_stale(self.flaps.get(flaps[0][1]), flaps[0][2]):
-            heapq.heappop(flaps)
         if flaps:
-            due.append(flaps[0][0])
-        return min(due) if due else None
+            while flaps and _flap_entry_is_stale(self.flaps.get(flaps[0][1]), flaps[0][2]):
+                heapq.heappop(flaps)
+            if flaps and (due is None or flaps[0][0] < due):
+                due = flaps[0][0]
+        return due
 
     def _next_history_ms(self) -> int | None:
         history = self._history_heap

@@ -11,6 +11,7 @@ cluster are applied in `time` order").
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -21,8 +22,7 @@ def in_time_order(records: Sequence[T]) -> list[T]:
     return sorted(records, key=_time_of)
 
 
-def _time_of(record) -> int:  # noqa: ANN001 - any record type with time_ms
-    return record.time_ms
+_time_of = attrgetter("time_ms")   # any record type with time_ms; C speed, no Python call per record
 
 
 def effective_time(time_ms: int, clock_ms: int) -> tuple[int, bool]:

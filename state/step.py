@@ -42,6 +42,7 @@ from .cluster import ClusterModel
 from .health import after_expiry, after_record
 from .ordering import in_time_order
 from .outputs import Output
+from .seeding import seeded_random
 from .settings import ModelSettings
 
 NOT_ENOUGH_BOOKIES = "NOT_ENOUGH_BOOKIES"
@@ -62,7 +63,8 @@ class StepResult:
 def request_rng(seed: int, cluster: str, request_id: str) -> random.Random:
     """The request's own generator (STYLE R4): the same on every machine, batch and shard."""
     key = f"{seed}\0{cluster}\0{request_id}".encode("utf-8", "surrogatepass")
-    return random.Random(int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big"))
+    return seeded_random(int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big"))
+
 
 
 def settle(model: ClusterModel, until_ms: int, *, emit_health: bool = True) -> list[Output]:
@@ -123,10 +125,13 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
     if records and model is None:
         raise ValueError("cluster: records need a cluster name")
     for record in in_time_order(records):
-        result.extend(settle(model, record.time_ms, emit_health=emit_events))
-        model.advance(record.time_ms)
+        time_ms = record.time_ms
+        due = model.next_expiry_ms()
+        if due is not None and due <= time_ms:
+            result.extend(settle(model, time_ms, emit_health=emit_events))
+        model.advance(time_ms)
         if record.type in REQUEST_TYPES:
-            result.extend(after_record(model, record, None, emit_health=emit_events))
+            # (`after_record` observes nothing for a request: it changes no topology.)
             result.extend(answer(model, record))
         else:
             before = (model.writable, model.readonly)
@@ -137,6 +142,10 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
     if horizon_ms is not None and model is not None:
         result.extend(settle(model, horizon_ms, emit_health=emit_events))
     return StepResult(model, result)
+
+
+def _sorted_tuple(bookies: frozenset[str]) -> tuple[str, ...]:
+    return tuple(sorted(bookies)) if bookies else ()
 
 
 def dead_letter_outputs(letter: DeadLetter, cluster: str, settings: ModelSettings) -> list[Output]:
@@ -168,13 +177,13 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
         if isinstance(request, LedgerCreate):
             rng = request_rng(model.settings.seed, model.cluster, request.request_id)
             placed = policy.new_ensemble(request.ensemble_size, request.write_quorum, request.ack_quorum,
-                                         request.metadata_dict(), tuple(sorted(request.exclude)), rng=rng)
+                                         request.metadata_dict(), _sorted_tuple(request.exclude), rng=rng)
             ensemble, adherence, explain = list(placed.ensemble), placed.adherence, placed.explain
         elif isinstance(request, BookieReplace):
             rng = request_rng(model.settings.seed, model.cluster, request.request_id)
             placed = policy.replace_bookie(len(request.ensemble), request.write_quorum, request.ack_quorum,
                                            request.metadata_dict(), list(request.ensemble), request.bookie,
-                                           tuple(sorted(request.exclude)), rng=rng)
+                                           _sorted_tuple(request.exclude), rng=rng)
             ensemble, adherence, explain = list(placed.ensemble), placed.adherence, placed.explain
             bookie = placed.bookie
         else:
