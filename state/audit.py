@@ -59,6 +59,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from events.model import positional_builder
 from policies import Adherence, PlacementError
 
 from . import outputs
@@ -107,6 +108,11 @@ class Verdict:
     problems: tuple[str, ...] = ()
     unavailable: tuple[str, ...] = ()
     severity: str = outputs.INFO
+
+
+# `Verdict(...)` with every field given in order, without the frozen dataclass `__init__` (one re-check
+# builds one).
+_new_verdict = positional_builder(Verdict)
 
 
 @dataclass(slots=True)
@@ -472,9 +478,8 @@ class LedgerAudit:
         if adherence == Adherence.FAIL.name:
             problems.append(_describe_fail(policy, entry))
             severe = True
-        return Verdict(adhering=not problems, adherence=adherence, problems=tuple(problems),
-                       unavailable=tuple(unavailable),
-                       severity=outputs.ERROR if severe else outputs.WARNING if problems else outputs.INFO)
+        return _new_verdict(not problems, adherence, tuple(problems), tuple(unavailable),
+                            outputs.ERROR if severe else outputs.WARNING if problems else outputs.INFO)
 
     def suggest_fix(self, view: MembershipView, entry: AuditEntry, verdict: Verdict) -> dict[str, Any]:
         """A minimal fix: replace the unavailable members one by one, then remove each relaxation the

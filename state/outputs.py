@@ -24,6 +24,7 @@ from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Any
 
 from events.dead_letter import DeadLetter
+from events.model import positional_builder
 from events.times import format_time
 
 DECISION = "decision"
@@ -77,6 +78,11 @@ class Output:
             except RecursionError:
                 pass            # a cycle (the fast encoder does not look for them) or very deep nesting
         return json.dumps(self.payload, sort_keys=True, separators=(",", ":"))
+
+
+# `Output(kind, cluster, id, payload)` without the frozen dataclass `__init__` (one `object.__setattr__`
+# per field): every decision and alert is built through it.
+_new_output = positional_builder(Output)
 
 
 # The encoder `json.dumps(..., sort_keys=True, separators=(",", ":"))` builds on every call, built once.
@@ -155,13 +161,20 @@ def jsonable(value: Any) -> Any:
     """A JSON-ready copy: sets become sorted lists, tuples lists, enums their names, bytes text.
 
     Cost: one pass; plain dicts, lists and JSON scalars (what the policies' explanations hold) are
-    dispatched on their exact type, everything else through `_jsonable_other`.
+    dispatched on their exact type, everything else through `_jsonable_other`. A dict is copied in a
+    loop that also copies its plain lists, without a call per value (a decision's explanation is a
+    dict of lists and small dicts).
     """
     kind = type(value)
+    if kind is dict:
+        copied = {}
+        for key, item in value.items():
+            kind = type(item)
+            copied[key if type(key) is str else str(key)] = item if kind in _SCALARS else (
+                [v if type(v) in _SCALARS else jsonable(v) for v in item] if kind is list else jsonable(item))
+        return copied
     if kind in _SCALARS:
         return value
-    if kind is dict:
-        return {k if type(k) is str else str(k): v if type(v) in _SCALARS else jsonable(v) for k, v in value.items()}
     if kind is list:
         return [v if type(v) in _SCALARS else jsonable(v) for v in value]
     return _jsonable_other(value)
@@ -219,7 +232,7 @@ def decision(*, cluster: str, request_id: str, request_type: str | None, ledger_
         "topology_version": topology_version,
         "explain": explained,
     }
-    return Output(DECISION, cluster, ident, payload)
+    return _new_output(DECISION, cluster, ident, payload)
 
 
 # -- alerts ------------------------------------------------------------------------------------------
@@ -247,7 +260,7 @@ def alert(*, alert_type: str, cluster: str, subject: str, time_ms: int, key: str
         "datacontenttype": "application/json",
         "data": body,
     }
-    return Output(ALERT, cluster, ident, payload)
+    return _new_output(ALERT, cluster, ident, payload)
 
 
 def alert_id(alert_type: str, cluster: str, subject: str, time_ms: int, key: str) -> str:

@@ -65,3 +65,11 @@ def test_an_alert_with_ready_data_equals_the_copied_one(data):
     handed_over = alert(data=jsonable(data), ready=True, **common)
     assert handed_over == copied
     assert handed_over.to_json() == copied.to_json()
+
+
+def test_outputs_built_fast_equal_the_dataclass_built_ones():
+    made = outputs.decision(cluster="c", request_id="r", request_type="ledger_create", ledger_id=1, time_ms=5,
+                            policy="rackaware", topology_version=3, ensemble=["a:1"], adherence="MEETS_STRICT",
+                            explain={"steps": [{"step": "position 0", "candidates": 1}], "excluded": {}})
+    assert made == Output(made.kind, made.cluster, made.id, dict(made.payload))
+    assert type(made) is Output and hash(made.id)
