@@ -274,7 +274,7 @@ def run_scenario(spark, bootstrap: str, pipeline: str, clusters: int, args, work
             "engine.kafka.deadLettersTopic": topics["dead"],
             "engine.kafka.maxOffsetsPerTrigger": str(args.max_offsets),
             "engine.checkpointLocation": str(work / f"checkpoint-{pipeline}-{clusters}"),
-            "engine.trigger.seconds": "1"}
+            "engine.trigger.seconds": "1", **dict(item.split("=", 1) for item in args.set)}
     settings = EngineSettings.from_conf(conf, extra_known=frozenset(MODEL_KEYS))
     names = [f"c{c:03d}" for c in range(clusters)]
     layout = common.rack_layout(args.bookies, args.racks)
@@ -387,6 +387,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bookies", type=int, default=12, help="bookies per cluster")
     parser.add_argument("--racks", type=int, default=4, help="racks per cluster")
     parser.add_argument("--backlog", type=int, default=100_000, help="requests of the throughput phase")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one key of the engine's configuration (repeatable)")
     parser.add_argument("--max-offsets", type=int, default=50_000, help="engine.kafka.maxOffsetsPerTrigger")
     parser.add_argument("--rate", default="5000", help="requests/s of the latency phase; a comma-separated list "
                         "runs one phase per rate (e.g. 5000,1000)")
