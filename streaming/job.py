@@ -37,6 +37,32 @@ def _shard_column(shards: int) -> Column:
         .otherwise(F.sequence(F.lit(0), F.lit(shards - 1)))
 
 
+SPREAD_TRIES = 16
+"""Labels tried per shard by `spread_shards` (a shard stays unspread with probability (1-1/P)^16)."""
+
+
+def spread_shards(cluster: Column, shard: Column, shards: int, partitions: int) -> Column:
+    """The grouping label of a shard: `shard + shards * j`, the first j whose group Spark's shuffle puts
+    in partition `shard mod partitions`.
+
+    Spark places the group (cluster, label) in partition `pmod(hash(cluster, label), partitions)`. With
+    plain shard numbers, a cluster's shards often share one partition (the shards 0, 1 and 2 of
+    "busy" all hash to partition 0 of 2), so they run one after the other in one task and sharding
+    gains nothing. The label keeps the shard (`label mod shards`), and the same (cluster, shard)
+    always gets the same label, so state and ids do not depend on it.
+    """
+    if shards <= 1 or partitions <= 1:
+        return shard
+    labels = F.transform(F.sequence(F.lit(0), F.lit(SPREAD_TRIES - 1)), lambda j: shard + j * F.lit(shards))
+    target = F.pmod(shard, F.lit(partitions))
+    placed = F.filter(labels, lambda label: F.pmod(F.hash(cluster, label), F.lit(partitions)) == target)
+    return F.coalesce(F.element_at(placed, 1), shard).cast("int")
+
+
+def _partitions(frame: DataFrame) -> int:
+    return int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+
+
 FUTURE_TOLERANCE = "5 minutes"
 """How far past the wall clock a record's time may move the watermark (a bad producer clock must not
 fast-forward every idle cluster's timers; see `event_time`)."""
@@ -69,6 +95,7 @@ def place(records: DataFrame, conf: Mapping[str, str], settings: EngineSettings,
     keyed = records.withColumn("cluster", F.coalesce(F.get_json_object("value", "$.cluster"), F.lit("")))
     if shards > 1:
         keyed = keyed.withColumn("shard", F.explode(_shard_column(shards)))
+        keyed = keyed.withColumn("shard", spread_shards(F.col("cluster"), F.col("shard"), shards, _partitions(keyed)))
     else:
         keyed = keyed.withColumn("shard", F.lit(0))
     keyed = keyed.select(*INPUT_COLUMNS)
@@ -91,7 +118,8 @@ def place_packed(rows: DataFrame, conf: Mapping[str, str], settings: EngineSetti
     entries of `files`' lines). Returns packed outputs: `kind, cluster, id, value` with one row per
     group, kind and cluster (value = the outputs' JSON lines, id = their count) plus `summary` rows.
     """
-    keyed = rows.select("cluster", "shard", "o1", F.lit(0).cast("long").alias("o2"), F.lit(0).cast("long").alias("o3"),
+    shard = spread_shards(F.col("cluster"), F.col("shard"), settings.shards_per_cluster, _partitions(rows))
+    keyed = rows.select("cluster", shard.alias("shard"), "o1", F.lit(0).cast("long").alias("o2"), F.lit(0).cast("long").alias("o3"),
                         F.lit("").alias("src_name"), F.lit(0).alias("src_part"), F.lit(0).cast("long").alias("src_pos"),
                         "value").select(*INPUT_COLUMNS)
     function = make_state_function(conf, SOURCE_PACKED, settings.shards_per_cluster, files)

@@ -246,7 +246,7 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
 
     def on_group(key: tuple, frames: Iterator[pd.DataFrame], group_state) -> Iterator[pd.DataFrame]:
         _tune_gc()
-        cluster, shard = key[0], int(key[1])
+        cluster, shard = key[0], int(key[1]) % max(shards, 1)  # the key holds a spread label (streaming.job)
         stored = group_state.get if cluster and group_state.exists else None
         if group_state.hasTimedOut:
             yield _frame(on_tick(cluster, shard, stored, group_state))

@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from state.outputs import Output
-from streaming.job import _shard_column
+from streaming.job import _shard_column, spread_shards
 from streaming.packed import PACK_SIZE, pack, pack_outputs, route, spark_xxhash64, summary_counts, top_level, unpack
 
 RECORDS = [
@@ -86,3 +86,15 @@ def test_many_outputs_are_split_into_rows_of_at_most_pack_size_in_order():
             if kind == "decision"]
     assert [count for _, count, _ in rows] == [str(PACK_SIZE), "1"]
     assert [json.loads(line)["n"] for _, _, value in rows for line in value.split("\n")] == list(range(PACK_SIZE + 1))
+
+
+@pytest.mark.parametrize("shards", [2, 3, 4])
+def test_a_clusters_shards_are_spread_over_the_shuffle_partitions(spark, shards):
+    """Plain shard numbers put all of "busy"'s shards in one of 2 partitions; the labels must not."""
+    rows = spark.createDataFrame([(c, s) for c in ("busy", "c1", "x", "cluster-42") for s in range(shards)],
+                                 "cluster string, shard int")
+    labelled = rows.select("cluster", "shard", spread_shards(F.col("cluster"), F.col("shard"), shards, 2).alias("label"))
+    placed = labelled.repartition(2, "cluster", "label").select("*", F.spark_partition_id().alias("partition"))
+    for row in placed.collect():
+        assert row.label % shards == row.shard
+        assert row.partition == row.shard % 2, row
