@@ -140,6 +140,10 @@ class AuditEntry:
     open: dict[str, str] = field(default_factory=dict)  # alert type -> id of the opening alert
 
 
+# `AuditEntry(...)` with every field given in order (`remember`'s fast path builds one per placement).
+_new_entry = positional_builder(AuditEntry)
+
+
 def ledger_key(ledger_id: int | None, request_id: str) -> str:
     """The registry key and alert subject of a ledger."""
     return f"ledger/{ledger_id}" if ledger_id is not None else f"request/{request_id}"
@@ -248,16 +252,15 @@ class LedgerAudit:
             # problem (every member writable and placed, none pending), so the ledger adheres and
             # waits for nothing.
             if entry is None:
-                entries[key] = AuditEntry(key, ledger_id, request_id, members, write_quorum, ack_quorum, time_ms,
-                                          adhering=True, adherence=_STRICT)
+                entries[key] = _new_entry(key, ledger_id, request_id, members, write_quorum, ack_quorum, time_ms,
+                                          (), (), True, _STRICT, False, {})
                 if self.indexed:
                     index = self.by_bookie
                     for bookie in members:
-                        keys_of = index.get(bookie)
-                        if keys_of is None:
+                        try:
+                            index[bookie].add(key)
+                        except KeyError:
                             index[bookie] = {key}
-                        else:
-                            keys_of.add(key)
             else:
                 self._index(key, members, entry.ensemble)
                 entry.ensemble, entry.request_id = members, request_id

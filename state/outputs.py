@@ -99,7 +99,11 @@ def _part(part: str) -> bytes:
 
 def stable_id(*parts: str) -> str:
     """32 hex digits of BLAKE2b over the parts, each length-prefixed (so no two part lists collide)."""
-    return hashlib.blake2b(b"".join([_part(part) for part in parts]), digest_size=16).hexdigest()
+    chunks = []
+    for part in parts:
+        data = part.encode("utf-8", "surrogatepass")
+        chunks += (len(data).to_bytes(8, "big"), data)
+    return hashlib.blake2b(b"".join(chunks), digest_size=16).hexdigest()
 
 
 # Encoded leading parts of ids ((kind, cluster), (kind, alert type, cluster)): most outputs of a

@@ -165,7 +165,8 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
 
     Cost: one policy call (plus any deferred rack-info or disk update, see `ClusterModel`).
     """
-    model.prepare_request()
+    if model.rack_info_stale or model.disk_stale:
+        model.prepare_request()
     produced: list[Output] = []
     policy = model.policy
     ensemble: list[str] = []
