@@ -341,18 +341,26 @@ class LedgerAudit:
         self.build_index()
         if wide:
             keys = sorted(self.entries)
+            done = set(keys)
         else:
             found: set[str] = set()
-            index = self.by_bookie
+            unsettled: set[str] = set()
+            index, pending = self.by_bookie, view.pending
             for bookie in touched:
                 keys_of = index.get(bookie)
                 if keys_of:
-                    found |= keys_of
-            keys = sorted(found)
+                    if pending and bookie in pending:
+                        # A ledger holding a bookie whose leave is pending is not evaluated (`evaluate`
+                        # gives None, `_recheck` changes nothing): a departure skips all of its ledgers.
+                        unsettled |= keys_of
+                    else:
+                        found |= keys_of
+            done = found | unsettled
+            keys = sorted(found - unsettled)
         for key in keys:
             produced += self._recheck(self.entries[key], view, time_ms, trigger, improving)
         if improving and self.waiting:
-            produced += self._waiting_pass(view, time_ms, trigger, set(keys))
+            produced += self._waiting_pass(view, time_ms, trigger, done)
         return produced
 
     def _waiting_pass(self, view: MembershipView, time_ms: int, trigger: str, done: set[str]) -> list[Output]:
