@@ -11,6 +11,7 @@ so the same arguments give the same file.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -559,6 +560,9 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
     from state.snapshot import dumps, loads
     from state.step import step
 
+    from streaming.stateful import GC_THRESHOLD
+
+    gc.set_threshold(*GC_THRESHOLD)  # as the engine's Python workers run
     settings = ModelSettings.from_conf(conf)
     stages = dict.fromkeys(("input frame + sort", "parse_record", "snapshot load", "step: policy calls",
                             "step: model + decisions", "output to_json", "output frame", "snapshot dump"), 0.0)
