@@ -469,6 +469,12 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         if fallbacks is not None:
             fallbacks.append(f"no eligible bookie in {_describe_scope(scope)} met the placement rule; "
                              "chose a random bookie of the cluster")
+        return self._random_last_resort(step, exclude, predicate, ensemble, rng, steps)
+
+    def _random_last_resort(self, step: str, exclude: set[str], predicate: Predicate | None, ensemble: Any,
+                            rng: random.Random, steps: list[dict[str, Any]] | None) -> str:
+        """The random fallback, a known bookie outside `exclude`; with `steps`, recorded as a step of
+        its own with its candidate count, marked failed when nothing is left."""
         if steps is None:
             return self.select_random(1, exclude, predicate, ensemble, rng)[0]
         known = self.known
@@ -560,16 +566,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         if fallbacks is not None:
             fallbacks.append("no eligible bookie in a rack unused by the ensemble; chose a random bookie "
                              "of the cluster")
-        if record:
-            known = self.known
-            steps.append({"step": _STEP_REPLACEMENT, "scope": _SCOPE_RANDOM,
-                          "candidates": len(known) - sum(1 for b in exclude if b in known)})
-        try:
-            return self.select_random(1, exclude, predicate, ensemble, rng)[0]
-        except NotEnoughBookiesError:
-            if steps:
-                steps[-1]["failed"] = True
-            raise
+        return self._random_last_resort(_STEP_REPLACEMENT, exclude, predicate, ensemble, rng, steps)
 
     # -- new ensemble (§4) -------------------------------------------------------------------------
 
