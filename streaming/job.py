@@ -119,9 +119,9 @@ def place_packed(rows: DataFrame, conf: Mapping[str, str], settings: EngineSetti
     group, kind and cluster (value = the outputs' JSON lines, id = their count) plus `summary` rows.
     """
     shard = spread_shards(F.col("cluster"), F.col("shard"), settings.shards_per_cluster, _partitions(rows))
-    keyed = rows.select("cluster", shard.alias("shard"), "o1", F.lit(0).cast("long").alias("o2"), F.lit(0).cast("long").alias("o3"),
-                        F.lit("").alias("src_name"), F.lit(0).alias("src_part"), F.lit(0).cast("long").alias("src_pos"),
-                        "value").select(*INPUT_COLUMNS)
+    zero = F.lit(0).cast("long")
+    keyed = rows.select("cluster", shard.alias("shard"), "o1", zero.alias("o2"), zero.alias("o3"),
+                        F.lit("").alias("src_name"), F.lit(0).alias("src_part"), zero.alias("src_pos"), "value")
     function = make_state_function(conf, SOURCE_PACKED, settings.shards_per_cluster, files)
     return keyed.groupBy("cluster", "shard").applyInPandasWithState(
         function, OUTPUT_DDL, STATE_DDL, "append", GroupStateTimeout.NoTimeout)

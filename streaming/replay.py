@@ -66,7 +66,7 @@ def input_files(paths: Iterable[str | Path]) -> list[str]:
     return found
 
 
-def _time_ms(pairs, text: str) -> int | None:
+def _time_ms(pairs: list | None, text: str) -> int | None:
     """The record's `time` in ms as the job reads it (the last `time` key), or None when unreadable."""
     if pairs is not None:
         value = last_value(pairs, "time")
