@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import bisect
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from itertools import accumulate, repeat
+
+from .topology import LeafView
 
 Accept = Callable[[str], bool]
 
@@ -58,6 +60,22 @@ def pick_uniform(rng: random.Random, population: Sequence[str], accept: Accept |
         return candidate
     for candidate in _shuffle_rest(rng, population, {j: 0} if j else {}):
         if accept(candidate):
+            return candidate
+    return None
+
+
+def pick_uniform_view(rng: random.Random, view: LeafView, excluded: Container[str]) -> str | None:
+    """`pick_uniform(rng, view, lambda b: b not in excluded)`: the same draws, the same answer.
+
+    The first draw indexes the view directly (most picks end there); a rejected first draw goes on
+    with the rest of the same lazy shuffle. `view` must not be empty.
+    """
+    j = int(rng.random() * view._len)
+    candidate = view.at(j)
+    if candidate not in excluded:
+        return candidate
+    for candidate in _shuffle_rest(rng, view, {j: 0} if j else {}):
+        if candidate not in excluded:
             return candidate
     return None
 

@@ -53,6 +53,14 @@ class LeafView(Sequence[str]):
         k = bisect.bisect_right(self._offsets, index) - 1
         return self._flat[self._starts[k] + index - self._offsets[k]]
 
+    def at(self, index: int) -> str:
+        """The leaf at `index`, for `0 <= index < len(self)` (unchecked: the hot path's `self[index]`)."""
+        starts = self._starts
+        if len(starts) == 1:
+            return self._flat[starts[0] + index]
+        k = bisect.bisect_right(self._offsets, index) - 1
+        return self._flat[starts[k] + index - self._offsets[k]]
+
     def __iter__(self) -> Iterator[str]:
         # Slices copied at C speed, then iterated at C speed (a generator resumes once per leaf).
         flat = self._flat

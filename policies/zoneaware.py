@@ -37,12 +37,13 @@ from typing import Any
 from .api import Adherence, HealthInfo, PlacementResult
 from .base import Clock, TopologyAwarePolicy, add_missing_indices
 from .errors import InvalidLocationError, NotEnoughBookiesError
-from .provenance import RULE_ZONES, failed, fixed, no_fix, position as position_name, retried, unavailable
+from .provenance import (POSITIONS, RULE_ZONES, failed, fixed, no_fix, position as position_name, retried,
+                         unavailable)
 from .location import (DEFAULT_UPGRADEDOMAIN, DEFAULT_ZONE, DEFAULT_ZONE_AND_UPGRADEDOMAIN, components,
                        is_under, normalize)
 from .rack_weights import RackWeights
 from .resolver import LocationResolver
-from .selection import pick_uniform, pick_weighted
+from .selection import pick_uniform, pick_uniform_view, pick_weighted
 from .settings import PlacementSettings
 from .topology import LeafView, NetworkTopology
 
@@ -54,6 +55,9 @@ _SCOPE_MINIMUM = "minimum zones"
 _SHARED_UD = ", shared upgrade domain"
 # Weighted picks enumerate views up to this many bookies (faster than `RackWeights` there; same distribution).
 _ENUMERATE_BELOW = 64
+# Cuts an index keeps (zone-level and upgrade-domain-level; about 1 KB each): more than one 6000-bookie,
+# 100-upgrade-domain cluster's new_ensemble(3, 3, 2) walks through.
+_CUT_CACHE_LIMIT = 4096
 UNRESOLVED: ZoneUD = (DEFAULT_ZONE, DEFAULT_UPGRADEDOMAIN)
 
 
@@ -99,7 +103,7 @@ class _ZoneIndex:
     """
 
     __slots__ = ("flat", "racks", "rack_of", "sizes", "default_bookies", "default_racks", "default_size",
-                 "top_racks", "zone_ud_racks")
+                 "top_racks", "zone_ud_racks", "pairs", "_zone_cuts", "_cached", "first_cuts")
 
     def __init__(self, members: Mapping[str, Sequence[str]]) -> None:
         flat: list[str] = []
@@ -136,6 +140,14 @@ class _ZoneIndex:
         self.default_size = sum(self.sizes[r] for r in self.default_racks)
         self.top_racks = {top: tuple(numbers) for top, numbers in top_racks.items()}
         self.zone_ud_racks = {key: tuple(numbers) for key, numbers in zone_ud_racks.items()}
+        self.pairs: list[ZoneUD] = [(rack.zone, rack.upgrade_domain) for rack in racks]
+        # Cuts of `zone_cut`/`ud_cut`, kept for the life of the index (a membership change builds a new
+        # index): zones avoided -> _Cut, whose `after` maps upgrade domains avoided -> _Cut.
+        self._zone_cuts: dict[frozenset[str], _Cut] = {}
+        self._cached = 0
+        # (position, size, write quorum, desired zones, (zone, UD)s of the slots around it) -> the cut of
+        # `_fill`'s first attempt (see `first_cut`).
+        self.first_cuts: dict[tuple, _Cut] = {}
 
     def gaps(self, cut: Iterable[int]) -> list[tuple[int, int]]:
         """Ranges of the flat list outside the racks `cut` (racks are contiguous and in order)."""
@@ -151,6 +163,81 @@ class _ZoneIndex:
             ranges.append((position, len(self.flat)))
         return ranges
 
+    def zone_cut(self, zones: frozenset[str]) -> _Cut:
+        """The default fault domain and every rack of `zones` (spec §3.4 `candidates`, first cut); cached."""
+        cut = self._zone_cuts.get(zones)
+        if cut is None:
+            racks = set(self.default_racks)
+            size = self.default_size
+            sizes = self.sizes
+            top_racks = self.top_racks
+            for zone in zones:
+                for r in top_racks.get(zone, ()):
+                    if r not in racks:
+                        racks.add(r)
+                        size += sizes[r]
+            cut = self._remember(zones, _Cut(frozenset(racks), frozenset(), size, len(self.racks)))
+        return cut
+
+    def ud_cut(self, base: _Cut, used: frozenset[ZoneUD]) -> _Cut:
+        """`base` (a `zone_cut`) plus the racks of the (zone, UD) pairs `used`; cached in `base.after`."""
+        cut = base.after.get(used)
+        if cut is None:
+            racks = base.racks
+            extra: set[int] = set()
+            size = base.size
+            sizes = self.sizes
+            zone_ud_racks = self.zone_ud_racks
+            for pair in used:
+                for r in zone_ud_racks.get(pair, ()):
+                    if r not in racks and r not in extra:
+                        extra.add(r)
+                        size += sizes[r]
+            cut = _Cut(racks, frozenset(extra), size, len(self.racks))
+            if self._remember(None, cut) is cut:
+                base.after[used] = cut
+        return cut
+
+    def first_cut(self, key: tuple, zones: frozenset[str], used: frozenset[ZoneUD]) -> _Cut:
+        """`ud_cut(zone_cut(zones), used)`, remembered under `key` in `first_cuts`."""
+        cut = self.ud_cut(self.zone_cut(zones), used)
+        self._cached += 1
+        if self._cached > _CUT_CACHE_LIMIT:
+            self._forget()
+        self.first_cuts[key] = cut
+        return cut
+
+    def _forget(self) -> None:
+        self._zone_cuts = {}
+        self.first_cuts = {}
+        self._cached = 1
+
+    def _remember(self, zones: frozenset[str] | None, cut: _Cut) -> _Cut:
+        """Count a new cached cut (under `zones` when given); past `_CUT_CACHE_LIMIT`, start afresh."""
+        self._cached += 1
+        if self._cached > _CUT_CACHE_LIMIT:
+            self._forget()
+            if zones is None:
+                return cut  # its base was dropped: not stored
+        if zones is not None:
+            self._zone_cuts[zones] = cut
+        return cut
+
+    def view(self, cut: _Cut) -> LeafView:
+        """The bookies outside `cut`'s racks (excluded ones included), built once per cut."""
+        view = cut.view
+        if view is None:
+            view = cut.view = LeafView(self.flat, self.gaps(cut.racks | cut.extra))
+        return view
+
+    def locations(self, cut: _Cut) -> tuple[str, ...]:
+        """The locations of `cut`'s racks in rack order (what a weighted pick excludes), built once per cut."""
+        locations = cut.locations
+        if locations is None:
+            racks = self.racks
+            locations = cut.locations = tuple(racks[r].location for r in sorted(cut.racks | cut.extra))
+        return locations
+
     @classmethod
     def of(cls, topology: NetworkTopology, extra: Mapping[str, str] | None = None) -> _ZoneIndex:
         """Index a topology, plus `extra` bookie -> location leaves (the stabilized departures)."""
@@ -162,6 +249,28 @@ class _ZoneIndex:
 
     def __len__(self) -> int:
         return len(self.flat)
+
+
+class _Cut:
+    """Racks a slot must avoid: `racks` (default fault domain and avoided zones) plus `extra` (racks of
+    avoided upgrade domains, disjoint from `racks`), holding `size` bookies; the view of the bookies
+    outside them and their locations are filled in on first use. Shared by every call on one index."""
+
+    __slots__ = ("racks", "extra", "size", "mask", "view", "locations", "after")
+
+    def __init__(self, racks: frozenset[int], extra: frozenset[int], size: int, count: int) -> None:
+        self.racks = racks
+        self.extra = extra
+        self.size = size
+        mask = bytearray(count)
+        for r in racks:
+            mask[r] = 1
+        for r in extra:
+            mask[r] = 1
+        self.mask = bytes(mask)   # mask[r] == 1: rack r is cut (one index per excluded bookie to count them)
+        self.view: LeafView | None = None
+        self.locations: tuple[str, ...] | None = None
+        self.after: dict[frozenset[ZoneUD], _Cut] = {}
 
 
 # -- stabilization ------------------------------------------------------------------------------
@@ -274,10 +383,10 @@ class _Fill:
         return cut_size
 
     def take(self, position: int, bookie: str) -> None:
-        rack = self.index.rack_of[bookie]
-        entry = self.index.racks[rack]
+        index = self.index
+        rack = index.rack_of[bookie]
         self.ensemble[position] = bookie
-        self.slots[position] = (entry.zone, entry.upgrade_domain)
+        self.slots[position] = index.pairs[rack]
         self.excluded.add(bookie)
         self.excluded_racks.append(rack)
 
@@ -516,10 +625,11 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         return chosen
 
     def _pick(self, rng: random.Random, view: Sequence[str], excluded: set[str],
-              index: _ZoneIndex | None = None, cut: Iterable[int] = ()) -> str:
+              index: _ZoneIndex | None = None, cut: Sequence[str] = ()) -> str:
         """One bookie of `view` not in `excluded` (the caller checked one exists), uniform or by disk weight.
 
-        `view` is `index`'s bookies outside the racks `cut` when `index` is given. The disk-weighted
+        `view` is `index`'s bookies outside the racks at the locations `cut` (in rack order) when
+        `index` is given. The disk-weighted
         pick is the one of a fresh selector over the candidates (view minus excluded; the median cap
         is computed over them, spec bookkeeper-rackaware.md §7.4), drawn by `RackWeights` in
         O(cut racks + excluded bookies) instead of enumerating the candidates (views of at most
@@ -531,8 +641,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
                 bookie = pick_weighted(rng, candidates, self.weights, self.settings.max_weight_multiple)
             else:
                 sampler = self._weighted_sampler(index)
-                racks = index.racks
-                scope = sampler.scope_without([racks[r].location for r in sorted(cut)], excluded)
+                scope = sampler.scope_without(cut, excluded)
                 bookie = sampler.pick(scope, rng, lambda b: b not in excluded)
         else:
             bookie = pick_uniform(rng, view, (lambda b: b not in excluded) if excluded else None)
@@ -562,12 +671,37 @@ class ZoneawarePolicy(TopologyAwarePolicy):
 
     def _fill(self, fill: _Fill, position: int, write_quorum: int, desired: int) -> str:
         """Choose the bookie for `position` (BookKeeper `setBookieInTheEnsemble`, spec §3.4)."""
-        cut: set[int] | None = None
+        slots = fill.slots
+        size = len(slots)
+        rings = _rings(size, position, write_quorum)
+        index = fill.index
+        if desired >= self.min_zones:
+            # The usual case, first: step 1 with all D-1 neighbours and an unused upgrade domain (the
+            # first cut `_candidates` tries), cached per (zone, UD)s of the slots around `position`.
+            around = tuple(map(slots.__getitem__, rings[-1]))
+            cut = index.first_cuts.get((position, size, write_quorum, desired, around))
+            if cut is None:
+                neighbours = rings[desired - 1]
+                cut = index.first_cut(
+                    (position, size, write_quorum, desired, around),
+                    frozenset([slots[s][0] for s in neighbours if slots[s] is not None]),  # type: ignore[index]
+                    frozenset([located for located in around if located is not None]))
+            outside = len(index.flat) - cut.size
+            mask = cut.mask
+            for r in fill.excluded_racks:
+                if not mask[r]:
+                    outside -= 1
+            if outside > 0:
+                fill.steps.append({"step": POSITIONS[position] if position < len(POSITIONS) else position_name(position),
+                                   "scope": _SCOPE_DESIRED, "candidates": outside})
+                return self._take(fill, position, index, cut)
+        cut = None
         scope = _SCOPE_DESIRED
         # 1. keep the zones of the D-1 nearest neighbours on each side distinct, then fewer, down to
         #    minZones-1 neighbours.
         for neighbours in range(desired - 1, self.min_zones - 2, -1):
-            zones = self._neighbour_zones(fill, position, neighbours)
+            zones = frozenset([located[0] for located in map(slots.__getitem__, rings[max(neighbours, 0)])
+                               if located is not None])
             cut = self._candidates(fill, position, write_quorum, zones)
             if cut is not None:
                 if neighbours < desired - 1:
@@ -583,7 +717,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         # minimum-zones rule below decides.
         if cut is None:
             # 2. only keep each write quorum containing `position` at minNumZonesPerWriteQuorum zones.
-            zones = self._zones_to_keep_min(fill, position, write_quorum)
+            zones = frozenset(self._zones_to_keep_min(fill, position, write_quorum))
             cut = self._candidates(fill, position, write_quorum, zones)
             scope = _SCOPE_MINIMUM
             if cut is not None:
@@ -601,8 +735,18 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         fill.steps.append({"step": position_name(position),
                            "scope": scope + _SHARED_UD if fill.shared_ud else scope,
                            "candidates": fill.available_last})
-        view = LeafView(fill.index.flat, fill.index.gaps(cut))
-        bookie = self._pick(fill.rng, view, fill.excluded, fill.index, cut)
+        return self._take(fill, position, index, cut)
+
+    def _take(self, fill: _Fill, position: int, index: _ZoneIndex, cut: _Cut) -> str:
+        """Pick a bookie outside `cut` (not excluded) for `position` and put it there."""
+        view = cut.view
+        if view is None:
+            view = index.view(cut)
+        if self.settings.disk_weighted:
+            bookie = self._pick(fill.rng, view, fill.excluded, index, index.locations(cut))
+        else:
+            bookie = pick_uniform_view(fill.rng, view, fill.excluded)
+            assert bookie is not None  # `_candidates` counted the acceptable candidates
         fill.take(position, bookie)
         return bookie
 
@@ -622,19 +766,6 @@ class ZoneawarePolicy(TopologyAwarePolicy):
                 f"{len(fill.excluded)} bookie(s) excluded, default fault domain never used); add bookies "
                 "in more zones or upgrade domains, or lower minNumZonesPerWriteQuorum")
 
-    @staticmethod
-    def _neighbour_zones(fill: _Fill, position: int, neighbours: int) -> set[str]:
-        """Zones of the filled slots at offsets -n..-1, +1..+n around `position` (ring of size E)."""
-        size = len(fill.slots)
-        zones: set[str] = set()
-        for offset in range(1, neighbours + 1):
-            for slot in ((position - offset) % size, (position + offset) % size):
-                if slot != position:
-                    located = fill.slots[slot]
-                    if located is not None:
-                        zones.add(located[0])
-        return zones
-
     def _zones_to_keep_min(self, fill: _Fill, position: int, write_quorum: int) -> set[str]:
         """Zones to avoid so each write quorum containing `position` reaches minNumZones (spec §3.4 step 2)."""
         zones: set[str] = set()
@@ -645,43 +776,45 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         return zones
 
     @staticmethod
-    def _candidates(fill: _Fill, position: int, write_quorum: int, zones: set[str]) -> set[int] | None:
+    def _candidates(fill: _Fill, position: int, write_quorum: int, zones: frozenset[str]) -> _Cut | None:
         """The racks to avoid for `position` when avoiding `zones`, or None when nothing is left
         (spec §3.4 `candidates`).
 
         First prefer an upgrade domain unused by any same-zone bookie that can share a write quorum
         with this slot; failing that, only refuse a UD that is the sole UD of its zone in some write
-        quorum containing the slot (so two bookies of a zone in a quorum span two UDs).
+        quorum containing the slot (so two bookies of a zone in a quorum span two UDs). The cuts of
+        the first rule are cached by the index (what they depend on: the zones and the (zone, UD)s
+        avoided); only the exclusions are counted per call, in O(excluded bookies).
         """
         index = fill.index
-        cut = set(index.default_racks)
-        top_racks = index.top_racks
-        cut_size = index.default_size
-        for zone in zones:
-            cut_size = fill.widen(cut, cut_size, top_racks.get(zone, ()))
-        if fill.available(cut, cut_size) == 0:
+        base = index.zone_cut(zones)
+        racks = base.racks
+        excluded_racks = fill.excluded_racks
+        total = len(index.flat)
+        outside = total - base.size
+        mask = base.mask
+        for r in excluded_racks:
+            if not mask[r]:
+                outside -= 1
+        if outside == 0:
             return None
         fill.shared_ud = False
-        size = len(fill.slots)
         slots = fill.slots
-        used: set[ZoneUD] = set()
-        for offset in range(1, write_quorum):
-            for slot in ((position - offset) % size, (position + offset) % size):
-                if slot != position:
-                    located = slots[slot]
-                    if located is not None:
-                        used.add(located)
-        zone_ud_racks = index.zone_ud_racks
-        unique = set(cut)
-        unique_size = cut_size
-        for pair in used:
-            unique_size = fill.widen(unique, unique_size, zone_ud_racks.get(pair, ()))
-        available = fill.available(unique, unique_size)
-        if available > 0:
-            fill.available_last = available
-            return unique
+        used = frozenset([located for located in map(slots.__getitem__, _rings(len(slots), position, write_quorum)[-1])
+                          if located is not None])
+        cut = base.after.get(used)
+        if cut is None:
+            cut = index.ud_cut(base, used)
+        outside = total - cut.size
+        mask = cut.mask
+        for r in excluded_racks:
+            if not mask[r]:
+                outside -= 1
+        if outside > 0:
+            fill.available_last = outside
+            return cut
         single: set[ZoneUD] = set()
-        for quorum in _quorums_around(size, position, write_quorum):
+        for quorum in _quorums_around(len(slots), position, write_quorum):
             per_zone: dict[str, set[str]] = {}
             for slot in quorum:
                 located = slots[slot]
@@ -690,16 +823,19 @@ class ZoneawarePolicy(TopologyAwarePolicy):
             for zone, domains in per_zone.items():
                 if len(domains) == 1:
                     single.add((zone, next(iter(domains))))
+        widened = set(racks)
+        cut_size = base.size
+        zone_ud_racks = index.zone_ud_racks
         for pair in single:
-            cut_size = fill.widen(cut, cut_size, zone_ud_racks.get(pair, ()))
-        available = fill.available(cut, cut_size)
+            cut_size = fill.widen(widened, cut_size, zone_ud_racks.get(pair, ()))
+        available = fill.available(widened, cut_size)
         if available > 0:
             fill.available_last = available
             fill.shared_ud = True
             fill.fallbacks.append(
                 f"position {position}: no bookie in an unused upgrade domain of its zone; allowed a shared "
                 "upgrade domain while keeping two per zone in each write quorum")
-            return cut
+            return _Cut(frozenset(widened), frozenset(), cut_size, len(index.racks))
         return None
 
     # -- replace_bookie: spec §3.5 ----------------------------------------------------------------
@@ -934,6 +1070,30 @@ def _check_sizes(ensemble_size: int, write_quorum: int) -> None:
         raise ValueError(f"write_quorum must be >= 1, got {write_quorum}")
     if ensemble_size < 0:
         raise ValueError(f"ensemble_size must be >= 0, got {ensemble_size}")
+
+
+_RINGS: dict[tuple[int, int, int], tuple[tuple[int, ...], ...]] = {}
+
+
+def _rings(size: int, position: int, write_quorum: int) -> tuple[tuple[int, ...], ...]:
+    """`rings[n]`: the slots at offsets -n..-1, +1..+n around `position` in a ring of `size` (n < W),
+    `position` itself left out, each once. Cached per (size, position, W)."""
+    key = (size, position, write_quorum)
+    rings = _RINGS.get(key)
+    if rings is None:
+        built: list[tuple[int, ...]] = []
+        slots: list[int] = []
+        for offset in range(write_quorum):
+            if offset:
+                for slot in ((position - offset) % size, (position + offset) % size):
+                    if slot != position and slot not in slots:
+                        slots.append(slot)
+            built.append(tuple(slots))
+        rings = tuple(built)
+        if len(_RINGS) >= 4096:
+            _RINGS.clear()
+        _RINGS[key] = rings
+    return rings
 
 
 def _quorums_around(size: int, position: int, write_quorum: int) -> list[list[int]]:
