@@ -688,13 +688,28 @@ class ZoneawarePolicy(TopologyAwarePolicy):
                     frozenset([located for located in around if located is not None]))
             outside = len(index.flat) - cut.size
             mask = cut.mask
-            for r in fill.excluded_racks:
+            excluded_racks = fill.excluded_racks
+            for r in excluded_racks:
                 if not mask[r]:
                     outside -= 1
             if outside > 0:
                 fill.steps.append({"step": POSITIONS[position] if position < len(POSITIONS) else position_name(position),
                                    "scope": _SCOPE_DESIRED, "candidates": outside})
-                return self._take(fill, position, index, cut)
+                if self.settings.disk_weighted:
+                    return self._take(fill, position, index, cut)
+                # `_take` and `fill.take`, inline (the hot path).
+                view = cut.view
+                if view is None:
+                    view = index.view(cut)
+                excluded = fill.excluded
+                bookie = pick_uniform_view(fill.rng, view, excluded)
+                assert bookie is not None  # counted above
+                rack = index.rack_of[bookie]
+                fill.ensemble[position] = bookie
+                slots[position] = index.pairs[rack]
+                excluded.add(bookie)
+                excluded_racks.append(rack)
+                return bookie
         cut = None
         scope = _SCOPE_DESIRED
         # 1. keep the zones of the D-1 nearest neighbours on each side distinct, then fewer, down to
@@ -918,29 +933,38 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         return self._adherence([self.zone_of(b) for b in ensemble], write_quorum)
 
     def _adherence(self, located: Sequence[ZoneUD | None], write_quorum: int) -> Adherence:
-        """§3.6 step 2 over the (zone, UD) of each position (the size checks are done). Cost: O(E x W)."""
+        """§3.6 step 2 over the (zone, UD) of each position (the size checks are done). Cost: O(E x W).
+
+        With W == E every write quorum holds the whole ensemble, so one window is judged.
+        """
         size = len(located)
-        desired = min(write_quorum, self.desired_zones)
-        min_zones = self.min_zones
         if None in located or UNRESOLVED in located:
             return Adherence.FAIL
+        desired = min(write_quorum, self.desired_zones)
+        min_zones = self.min_zones
         result = Adherence.MEETS_STRICT
-        doubled = list(located) * (write_quorum // size + 2)
-        for start in range(size):
-            window: list[ZoneUD] = doubled[start:start + write_quorum]  # type: ignore[assignment]
-            zones = {zone for zone, _ in window}
-            if len(zones) < min_zones:
+        if write_quorum == size:
+            doubled = located
+            zone_list = [pair[0] for pair in located]  # type: ignore[index]
+            starts: Iterable[int] = (0,)
+        else:
+            doubled = list(located) * (write_quorum // size + 2)
+            zone_list = [pair[0] for pair in doubled]  # type: ignore[index]
+            starts = range(size)
+        for start in starts:
+            zones = len(set(zone_list[start:start + write_quorum]))
+            if zones < min_zones:
                 return Adherence.FAIL
-            if len(zones) < len(window):
+            if zones < write_quorum:
                 # UD rule: a zone with two or more members needs two or more upgrade domains.
                 domains: dict[str, set[str]] = {}
                 count: dict[str, int] = {}
-                for zone, domain in window:
+                for zone, domain in doubled[start:start + write_quorum]:  # type: ignore[misc]
                     domains.setdefault(zone, set()).add(domain)
                     count[zone] = count.get(zone, 0) + 1
                 if any(count[zone] > 1 and len(uds) < 2 for zone, uds in domains.items()):
                     return Adherence.FAIL
-            if len(zones) < desired:
+            if zones < desired:
                 result = Adherence.MEETS_SOFT
         return result
 
