@@ -31,7 +31,7 @@ from .api import Adherence, HealthInfo, PlacementResult
 from .base import Clock, TopologyAwarePolicy, add_missing_indices
 from .coverage import CoverageEnsemble
 from .errors import InvalidLocationError, NotEnoughBookiesError
-from .location import DEFAULT_REGION_AND_RACK, UNKNOWN_REGION
+from .location import DEFAULT_REGION_AND_RACK, ROOT, UNKNOWN_REGION
 from .provenance import RULE_REGIONS, failed, fixed, no_fix, unavailable
 from .rackaware import RackawarePolicy
 from .resolver import LocationResolver
@@ -40,6 +40,10 @@ from .settings import PlacementSettings
 
 POLICY_NAME = "regionaware"
 _LOCAL_RACK_NOTE = "position 0: no eligible bookie in the local rack"
+# The rack-aware engine's note for a region with fewer than two racks (its random path, spec rackaware §4.4).
+_FEWER_RACKS_NOTE = "fewer than 2 racks: random selection"
+# "<n> bookie(s)", the scope of an allocation step, built once per n.
+_SHARE_SCOPES: dict[int, str] = {}
 
 
 def region_of_location(location: str) -> str:
@@ -59,6 +63,59 @@ def region_of_location(location: str) -> str:
 def _round_half_up_ratio(numerator: int, denominator: int) -> int:
     """Java `Math.round(numerator / denominator)` for non-negative integers, exactly (floor(x + 0.5))."""
     return (2 * numerator + denominator) // (2 * denominator)
+
+
+def _share_scope(bookies: int) -> str:
+    """The `scope` text of an allocation step taking `bookies` bookies (`"<n> bookie(s)"`)."""
+    scope = _SHARE_SCOPES.get(bookies)
+    if scope is None:
+        scope = f"{bookies} bookie(s)"
+        if len(_SHARE_SCOPES) < 256:
+            _SHARE_SCOPES[bookies] = scope
+    return scope
+
+
+class _RecordingRandom:
+    """A generator's `random()` that also remembers every value it returned.
+
+    The fast allocation draws through it; when it has to give up, the general loop runs again on a
+    `_ReplayRandom` of those values, so it sees exactly the draws the fast attempt consumed and the
+    generator then continues where it stands. The placement code draws only with `random()`.
+    """
+
+    __slots__ = ("random", "draws")
+
+    def __init__(self, rng: random.Random) -> None:
+        draws: list[float] = []
+        real = rng.random
+
+        def recorded() -> float:
+            value = real()
+            draws.append(value)
+            return value
+
+        self.random = recorded
+        self.draws = draws
+
+
+class _ReplayRandom:
+    """`random()` answers `draws` first, then the generator's own values (see `_RecordingRandom`)."""
+
+    __slots__ = ("random", "left")
+
+    def __init__(self, draws: list[float], rng: random.Random) -> None:
+        pending = iter(draws)
+        real = rng.random
+        self.left = len(draws)
+
+        def replayed() -> float:
+            value = next(pending, None)
+            if value is None:
+                return real()
+            self.left -= 1
+            return value
+
+        self.random = replayed
 
 
 class RegionawarePolicy(TopologyAwarePolicy):
@@ -93,8 +150,13 @@ class RegionawarePolicy(TopologyAwarePolicy):
         self.last_region_index = 0
         self.slow_bookies = read_order.SlowBookieCache(settings.failure_history_expiration_ms / 1000.0)
         self._now: float | None = None
+        # Sorted names of `sub_policies` (regions are only ever added) and each region's step name.
+        self._regions: tuple[str, ...] = ()
+        self._step_names: dict[str, str] = {}
         local = settings.local_node_location
         self.local_region = UNKNOWN_REGION if settings.ignore_local_node or not local else region_of_location(local)
+        # `_allocate_fast` serves sub-policies whose position 0 draws from the whole region (no local rack).
+        self._fast_allocation = local is None or settings.ignore_local_node or local == self.default_location
         for region in settings.regions_to_write:
             self._sub_policy(region)
 
@@ -126,6 +188,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
             sub = RackawarePolicy(self.settings, self.resolver, self._sub_clock, self.features,
                                   default_location=self.default_location, enforce_durability=enforce)
             self.sub_policies[region] = sub
+            self._regions = tuple(sorted(self.sub_policies))
+            self._step_names[region] = f"region {region}"
         return sub
 
     def region_of_bookie(self, bookie: str) -> str:
@@ -165,7 +229,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         """Regions switched off by their disallow feature right now, sorted (spec §1.6)."""
         if self.settings.disallow_region_feature is None:
             return []
-        return [region for region in sorted(self.sub_policies) if self.is_region_disallowed(region)]
+        return [region for region in self._regions if self.is_region_disallowed(region)]
 
     def available_regions(self, disallowed: Iterable[str] | None = None) -> list[str]:
         """Regions with at least one known bookie that are not disallowed, in sorted order (spec §1.3).
@@ -174,8 +238,12 @@ class RegionawarePolicy(TopologyAwarePolicy):
         """
         # BK bug fixed (spec region-zone-isolation.md App. A #10): Java visits regions in `HashMap` order;
         # sorted region names make the same input give the same ensemble everywhere.
-        off = set(self.disallowed_regions() if disallowed is None else disallowed)
-        return [region for region in sorted(self.sub_policies) if self.sub_policies[region].known and region not in off]
+        off = self.disallowed_regions() if disallowed is None else disallowed
+        subs = self.sub_policies
+        if not off:
+            return [region for region in self._regions if subs[region].known]
+        off = set(off)
+        return [region for region in self._regions if subs[region].known and region not in off]
 
     # -- membership (spec §1.1) ---------------------------------------------------------------------
 
@@ -183,7 +251,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         """Give every stabilized sub-policy this call's clock reading before membership changes, so a
         departure is stamped with the current event time (Java's sub-policies use a wall-clock timer)."""
         if self.settings.stabilize_period_s > 0:
-            for region in sorted(self.sub_policies):
+            for region in self._regions:
                 self.sub_policies[region]._tick()  # the rack-aware engine offers no public hook for this
 
     def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
@@ -196,7 +264,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         for bookie in bookies:
             self.region_of.pop(bookie, None)
         super().handle_bookies_that_left(bookies)
-        for region in sorted(self.sub_policies):
+        for region in self._regions:
             self.sub_policies[region].handle_bookies_that_left(bookies)
 
     def handle_bookies_that_joined(self, bookies: list[str]) -> None:
@@ -244,13 +312,13 @@ class RegionawarePolicy(TopologyAwarePolicy):
         bookies never received disk weights; we always forward them.
         """
         super().update_bookie_info(infos)
-        for region in sorted(self.sub_policies):
+        for region in self._regions:
             self.sub_policies[region].update_bookie_info(infos)
 
     def pending_leaves(self) -> dict[str, float]:
         self._tick()
         pending: dict[str, float] = {}
-        for region in sorted(self.sub_policies):
+        for region in self._regions:
             pending.update(self.sub_policies[region].pending_leaves())
         return pending
 
@@ -284,7 +352,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         (configured, discovered, empty and disallowed alike); otherwise it applies the rack-quorum rule
         with `minNumRacksPerWriteQuorum` to regions.
         """
-        regions = sorted(self.sub_policies) if min_regions > 0 else ()
+        regions = self._regions if min_regions > 0 else ()
         return CoverageEnsemble(ensemble_size, write_quorum, ack_quorum, self.settings.min_racks_per_write_quorum,
                                 self._region_key, regions=regions, min_durability=min_regions)
 
@@ -432,9 +500,51 @@ class RegionawarePolicy(TopologyAwarePolicy):
         Every attempt of a region is a step (`region <name>`, scope `<n> bookie(s)`, the region's eligible
         bookies and racks, failed when it could not take them); `shrunk` collects the regions that had
         to take fewer than their share.
+
+        The common case (every region takes its share at the first try, in one pass) runs as
+        `_allocate_fast`; when that meets anything else it gives up and this loop runs from the start
+        on a replay of the draws it made, so the outcome and the explanation are the loop's.
         """
-        steps = explain.setdefault("steps", [])
         per_region = {} if per_region is None else per_region
+        fast = None
+        if self._fast_allocation and type(ensemble_size) is int and type(write_quorum) is int:
+            recording = _RecordingRandom(rng)
+            fast = self._allocate_fast(ensemble_size, write_quorum, ack_quorum, min_regions, excluded, available,
+                                       explain, recording, per_region)  # type: ignore[arg-type]
+            if fast is None and recording.draws:
+                rng = _ReplayRandom(recording.draws, rng)  # type: ignore[assignment]
+        if fast is None:
+            fast = self._allocate_loop(ensemble_size, write_quorum, ack_quorum, min_regions, excluded, available,
+                                       explain, rng, per_region, shrunk)
+        coverage, allocation, notes = fast
+        chosen = coverage.to_list()
+        explain["allocation"] = {region: allocation[region] for region in available if allocation.get(region)}
+        for region in sorted(notes):
+            self._merge_notes(explain, region, notes[region])
+        if len(chosen) != ensemble_size:
+            raise NotEnoughBookiesError(
+                f"cannot place ensemble_size={ensemble_size} across regions {', '.join(available)}: only "
+                f"{len(chosen)} bookies could be placed (allocation {explain['allocation']}) after excluding "
+                f"{len(excluded)}; add bookies or lower the ensemble size",
+                explain={"constraint": f"ensemble_size={ensemble_size} bookies across the available regions under "
+                                       f"the rack and region rules; only {len(chosen)} could be placed"})
+        if self.settings.region_validation and not coverage.validate():
+            spanned = sorted({self.region_of_bookie(b) for b in chosen})
+            raise NotEnoughBookiesError(
+                f"cannot place ensemble_size={ensemble_size} in {min_regions} regions as "
+                f"reppMinimumRegionsForDurability requires: the ensemble would span only {', '.join(spanned)}; "
+                "add bookies to other regions or lower the minimum (reppEnableValidation=false skips this check)",
+                explain={"constraint": f"reppMinimumRegionsForDurability={min_regions}: the ensemble would span "
+                                       f"{len(spanned)} region(s)"})
+        return chosen
+
+    def _allocate_loop(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
+                       excluded: set[str], available: list[str], explain: dict[str, Any], rng: random.Random,
+                       per_region: Mapping[str, int], shrunk: list[str] | None
+                       ) -> tuple[CoverageEnsemble, dict[str, int], dict[str, list[str]]]:
+        """The allocation passes of `_allocate`; returns the final coverage ensemble, the bookies each
+        region took and each region's sub-policy notes."""
+        steps = explain.setdefault("steps", [])
         n = len(available)
         allocation = {region: (0, 0) for region in available}
         maxed: set[str] = set()
@@ -502,26 +612,110 @@ class RegionawarePolicy(TopologyAwarePolicy):
                     notes[region] = list(result.explain.get("fallbacks", ()))
             if maxed.issuperset(available) or not (0 < remaining_e < before):
                 break
-        chosen = coverage.to_list()
-        explain["allocation"] = {region: allocation[region][0] for region in available if allocation[region][0]}
-        for region in sorted(notes):
-            self._merge_notes(explain, region, notes[region])
-        if len(chosen) != ensemble_size:
-            raise NotEnoughBookiesError(
-                f"cannot place ensemble_size={ensemble_size} across regions {', '.join(available)}: only "
-                f"{len(chosen)} bookies could be placed (allocation {explain['allocation']}) after excluding "
-                f"{len(excluded)}; add bookies or lower the ensemble size",
-                explain={"constraint": f"ensemble_size={ensemble_size} bookies across the available regions under "
-                                       f"the rack and region rules; only {len(chosen)} could be placed"})
-        if self.settings.region_validation and not coverage.validate():
-            spanned = sorted({self.region_of_bookie(b) for b in chosen})
-            raise NotEnoughBookiesError(
-                f"cannot place ensemble_size={ensemble_size} in {min_regions} regions as "
-                f"reppMinimumRegionsForDurability requires: the ensemble would span only {', '.join(spanned)}; "
-                "add bookies to other regions or lower the minimum (reppEnableValidation=false skips this check)",
-                explain={"constraint": f"reppMinimumRegionsForDurability={min_regions}: the ensemble would span "
-                                       f"{len(spanned)} region(s)"})
-        return chosen
+        return coverage, {region: taken[0] for region, taken in allocation.items()}, notes
+
+    def _allocate_fast(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
+                       excluded: set[str], available: list[str], explain: dict[str, Any],
+                       rng: _RecordingRandom, per_region: Mapping[str, int]
+                       ) -> tuple[CoverageEnsemble, dict[str, int], dict[str, list[str]]] | None:
+        """`_allocate_loop` when its first pass places every region's share at the first try (the usual
+        case): one coverage ensemble extended in place (no trial copies), each region placed by
+        `_place_share` instead of the sub-policy's `new_ensemble_internal`. Same draws in the same
+        order, same steps and notes. Returns None, having changed nothing but the draws it recorded,
+        as soon as a region cannot simply take its share (a pick finds no acceptable bookie, a
+        fallback would run): the caller then runs `_allocate_loop` on a replay of those draws.
+        """
+        n = len(available)
+        subs = self.sub_policies
+        step_names = self._step_names
+        local_region = self.local_region
+        local_index = available.index(local_region) if local_region in available else -1
+        coverage = self._region_coverage(ensemble_size, write_quorum, ack_quorum, min_regions)
+        remaining_e, remaining_w = ensemble_size, write_quorum
+        to_allocate = n
+        start = self.last_region_index % n
+        region = local_region
+        allocation: dict[str, int] = {}
+        notes: dict[str, list[str]] = {}
+        steps: list[dict[str, Any]] = []
+        last_index = -1
+        for visit in range(n):
+            if visit > 0 or local_index == -1:
+                if start % n == local_index:
+                    start += 1
+                region = available[start % n]
+                start += 1
+            add = min(remaining_e, -(-remaining_e // to_allocate))
+            if add <= 0:
+                continue  # the loop marks the region maximal; it holds nothing, so nothing else happens
+            add_w = max(1, min(remaining_w, _round_half_up_ratio(write_quorum * add, ensemble_size)))
+            sub = subs[region]
+            steps.append({"step": step_names[region], "scope": _share_scope(add),
+                          "candidates": len(sub.known) - per_region.get(region, 0),
+                          "racks": sub.topology.num_racks})
+            placed = self._place_share(sub, add, add_w, excluded, coverage, rng)
+            if placed is None:
+                return None
+            remaining_e -= add
+            remaining_w -= add_w
+            allocation[region] = add
+            to_allocate -= 1
+            last_index = start
+            notes[region] = placed
+        explain["steps"].extend(steps)
+        if last_index >= 0:
+            self.last_region_index = last_index
+        return coverage, allocation, notes
+
+    def _place_share(self, sub: RackawarePolicy, size: int, write_quorum: int, excluded: set[str],
+                     coverage: CoverageEnsemble, rng: _RecordingRandom) -> list[str] | None:
+        """`sub.new_ensemble_internal(size, write_quorum, write_quorum, excluded, coverage, coverage)` for
+        the cases that need no fallback, recording into `coverage` in place; returns the sub-policy's
+        notes, or None where that call would fall back, fail or retry (the caller then replays).
+
+        The steps are the rack-aware engine's (spec rackaware §4.4): with two racks or more, each
+        position picks among the leaves outside the racks of the earlier positions (position 0: the
+        whole region; only without a local rack) one that is not excluded and that the local rack
+        coverage and then `coverage` accept; with fewer racks, its random selection ignoring the rack
+        rule. The pick itself is the sub-policy's (uniform or weighted), so the draws are its draws.
+        """
+        sub._tick()  # the clock tick of the sub-policy's call (it reads this call's reading again)
+        topology = sub.topology
+        min_racks = min(write_quorum, self.settings.min_racks_per_write_quorum)
+        if topology.num_racks < 2:
+            if min_racks > 1 and self.settings.enforce_min_racks:
+                return None
+            # The random selection ignores every predicate and only records: the sub-policy's coverage
+            # ensemble would pass each pick on to `coverage`, and never refuse one itself.
+            try:
+                sub.select_random(size, set(excluded), None, coverage, rng)  # type: ignore[arg-type]
+            except NotEnoughBookiesError:
+                return None
+            return [_FEWER_RACKS_NOTE]
+        if sub._first_scope() != ROOT:
+            return None
+        # The sub-policy's rack coverage: with a write quorum below 2 its write sets accept every rack, so
+        # it only refuses its own picks, which `coverage` refuses too; it then adds nothing to `coverage`.
+        local = coverage if write_quorum < 2 else CoverageEnsemble(size, write_quorum, write_quorum, min_racks,
+                                                                   sub._locate, coverage, coverage)
+        pick = sub._pick_leaf
+        # `excluded` stands for the sub-policy's private copy: the picks it would add to that copy are
+        # the ones `local` already refuses.
+        chosen = pick(ROOT, topology.leaves(ROOT), excluded, local, local, rng)  # type: ignore[arg-type]
+        if chosen is None:
+            return None
+        local.add_node(chosen)
+        if size > 1:
+            rack_of = topology.rack_of
+            avoid = [rack_of(chosen)]
+            for _ in range(1, size):
+                chosen = pick(tuple(avoid), topology.leaves_excluding(avoid), excluded, local, local,
+                              rng)  # type: ignore[arg-type]
+                if chosen is None:
+                    return None
+                local.add_node(chosen)
+                avoid.append(rack_of(chosen))
+        return []
 
     @staticmethod
     def _place_in_region(sub: RackawarePolicy, size: int, write_quorum: int, excluded: set[str],
@@ -554,6 +748,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
         Every sub-policy starts position 0 in the client's rack, as in Java; outside the local region
         that rack is never there, so that expected fallback is left out of the explanation.
         """
+        if not notes:
+            return
         local = region == self.local_region
         explain["fallbacks"].extend(f"{region}: {note}" for note in notes
                                     if local or not note.startswith(_LOCAL_RACK_NOTE))
@@ -621,7 +817,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         disallowed = set(self._note_disallowed(explain))
         excluded.add(bookie_to_replace)
         coverage = CoverageEnsemble(ensemble_size, write_quorum, ack_quorum, self.settings.min_racks_per_write_quorum,
-                                    self._region_key, regions=sorted(self.sub_policies), min_durability=min_regions)
+                                    self._region_key, regions=self._regions, min_durability=min_regions)
         for member in current:
             if member == bookie_to_replace:
                 continue
@@ -636,7 +832,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
             explain["excluded"]["ensemble"] = others
 
         region = self.region_of_bookie(bookie_to_replace)
-        allowed = [r for r in sorted(self.sub_policies) if r not in disallowed]
+        allowed = [r for r in self._regions if r not in disallowed]
         per_region = self._excluded_per_region(excluded)
         steps = explain["steps"]
         candidate = None
@@ -755,31 +951,37 @@ class RegionawarePolicy(TopologyAwarePolicy):
         default = self.default_location if settings.enforce_min_racks else None
         known = self.known
         region_of = self.region_of
-        # (rack, region) of each member; None for a member that is not known (it does not count).
-        where = []
+        # Rack and region of each member; None for a member that is not known (it does not count).
+        racks_at: list[str | None] = []
+        regions_at: list[str | None] = []
         for bookie in ensemble:
             location = known.get(bookie)
             if location is None:
-                where.append(None)
+                racks_at.append(None)
+                regions_at.append(None)
             elif location == default:
                 return Adherence.FAIL                    # some write set holds it (W >= 1)
             else:
-                where.append((location, region_of[bookie]))
-        # Distinct members: a write set is W consecutive positions, or the whole ensemble when W >= E.
+                racks_at.append(location)
+                regions_at.append(region_of[bookie])
+        # Distinct members: a write set is W consecutive positions, or the whole ensemble when W >= E
+        # (then every write set holds the same members and one check answers for all).
         span = min(write_quorum, size)
-        where = where + where[:span - 1]
+        if span < size:
+            racks_at += racks_at[:span - 1]
+            regions_at += regions_at[:span - 1]
         soft = False
         soft_regions = 0
-        for i in range(size):
-            racks = set()
-            copies: dict[str, int] = {}
-            for member in where[i:i + span]:
-                if member is not None:
-                    racks.add(member[0])
-                    copies[member[1]] = copies.get(member[1], 0) + 1
+        for i in range(size if span < size else 1):
+            racks = set(racks_at[i:i + span])
+            racks.discard(None)
             if len(racks) < need_racks:
                 return Adherence.FAIL
             if min_regions > 0:
+                copies: dict[str, int] = {}
+                for region in regions_at[i:i + span]:
+                    if region is not None:
+                        copies[region] = copies.get(region, 0) + 1
                 if len(copies) < need_regions or (
                         sum(sorted(copies.values(), reverse=True)[:min_regions - 1]) > ack_quorum - 1):
                     return Adherence.FAIL
@@ -787,7 +989,9 @@ class RegionawarePolicy(TopologyAwarePolicy):
                 if not soft_regions:
                     populated = sum(1 for sub in self.sub_policies.values() if sub.known)
                     soft_regions = min(write_quorum, settings.min_racks_per_write_quorum, max(populated, 1))
-                soft = len(copies) < soft_regions
+                regions = set(regions_at[i:i + span])
+                regions.discard(None)
+                soft = len(regions) < soft_regions
         return Adherence.MEETS_SOFT if soft else Adherence.MEETS_STRICT
 
     def are_acked_bookies_adhering(self, acked: Iterable[str], write_quorum: int, ack_quorum: int) -> bool:
@@ -982,7 +1186,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         state["last_region_index"] = self.last_region_index
         state["slow_bookies"] = self.slow_bookies.export()
         state["sub_policies"] = {region: self.sub_policies[region].export_state()
-                                 for region in sorted(self.sub_policies)}
+                                 for region in self._regions}
         return state
 
     def import_state(self, state: Mapping[str, Any]) -> None:
