@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 _INF = float("inf")
+_bisect_right = bisect.bisect_right
 
 
 def _kth_without(values: list[int], out: list[int], k: int) -> int:
@@ -97,7 +98,9 @@ class _LazyScope(_Scope):
 
 def _make_scope(names: list[str], rows: list[tuple], layout: _Layout, skip: list[int], mass: float,
                 cap: float, zero_mass: float, count: int, removed: frozenset[str] = frozenset(),
-                skipped: frozenset[int] | None = None) -> _Scope:
+                skipped: frozenset[int] | None = None, max_weight: float = _INF) -> _Scope:
+    """A scope; `max_weight` (the tree's largest weight) lets draws treat a cap at or above it as no cap
+    (it caps nothing: every rack's capped part is empty), which skips a bisection per draw."""
     scope = _LazyScope((None, None, cap, zero_mass, count))
     scope.names = names
     scope.layout = layout
@@ -105,7 +108,8 @@ def _make_scope(names: list[str], rows: list[tuple], layout: _Layout, skip: list
     scope.skipped = frozenset(skip) if skipped is None else skipped
     scope.mass = mass
     scope.removed = removed
-    scope.data = (rows, layout.masses, layout.starts, layout.ends, skip, scope.skipped, mass, cap, zero_mass)
+    scope.data = (rows, layout.masses, layout.starts, layout.ends, skip, scope.skipped, mass,
+                  cap if cap < max_weight else _INF, zero_mass)
     scope.after = {}
     return scope
 
@@ -258,7 +262,7 @@ class RackWeights:
         cap, zero_mass = self._cap_and_zero_mass(count, total, zeros, self._order_statistic(skip, count))
         layout = self._layout(cap, zero_mass)
         return self._remember(key, _make_scope(self.racks, self._rows, layout, skip, self._mass(layout, skip),
-                                               cap, zero_mass, count))
+                                               cap, zero_mass, count, max_weight=self._max_weight))
 
     def scope_after(self, scope: _Scope, rack: str, used: Sequence[str]) -> _Scope | None:
         """`scope_excluding(sorted(used))`, where `scope` is the whole tree, one rack or
@@ -282,7 +286,8 @@ class RackWeights:
                                                  ordered.__getitem__)
         layout = _Layout([self._rack_mass(rack, cap, zero_mass)])
         row = [self._rows[self._rack_index[rack]]]
-        scope = _make_scope([rack], row, layout, [], layout.total, cap, zero_mass, len(ordered))
+        scope = _make_scope([rack], row, layout, [], layout.total, cap, zero_mass, len(ordered),
+                            max_weight=self._max_weight)
         return self._remember(rack, scope)
 
     def scope_without(self, excluded: Sequence[str], removed: Iterable[str]) -> _Scope | None:
@@ -321,7 +326,8 @@ class RackWeights:
             if len(masses) >= 64:
                 masses.clear()
             mass = masses[id(layout)] = (layout, self._mass(layout, skip))
-        return _make_scope(self.racks, self._rows, layout, skip, mass[1], cap, zero_mass, count, gone, skipped)
+        return _make_scope(self.racks, self._rows, layout, skip, mass[1], cap, zero_mass, count, gone, skipped,
+                           self._max_weight)
 
     def _base(self, key: tuple[str, ...]) -> tuple:
         """What `scope_without` needs of "every rack but `key`", computed once per distinct `key`."""
@@ -369,19 +375,23 @@ class RackWeights:
                 v += masses[i]
             else:
                 break
-        r = bisect.bisect_right(ends, v)
+        r = _bisect_right(ends, v)
         if r >= len(ends) or r in skipped:         # rounding at an interval's edge
             r, v = self._nearest(scope, r, v)
-        u = v - starts[r]
+        u = v - starts[r]                          # >= 0: starts[r] == ends[r - 1] <= v
         members, zeros, prefix, ordered = rows[r]
-        zero_block = zeros * zero_mass
-        if u < zero_block:
-            return members[min(int(u / zero_mass), zeros - 1)]
-        u -= zero_block
+        if zeros:                                  # (without zero weights the zero block is empty)
+            zero_block = zeros * zero_mass
+            if u < zero_block:
+                return members[min(int(u / zero_mass), zeros - 1)]
+            u -= zero_block
         n = len(ordered)
-        j = n if cap == _INF else bisect.bisect_right(ordered, cap)
+        if cap == _INF:                            # no weight above the cap: inside the uncapped part
+            i = _bisect_right(prefix, u, zeros, n + 1) - 1
+            return members[min(max(i, zeros), n - 1)]
+        j = _bisect_right(ordered, cap)
         if j == n or u < prefix[j]:
-            i = bisect.bisect_right(prefix, u, zeros, j + 1) - 1
+            i = _bisect_right(prefix, u, zeros, j + 1) - 1
             return members[min(max(i, zeros), n - 1)]
         return members[min(j + int((u - prefix[j]) / cap), n - 1)]
 

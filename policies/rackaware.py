@@ -761,18 +761,19 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         ranges = self._index()[2]
         if scope_name == ROOT:
             scope = sampler.scope_excluding(())
-            size, racks_in = len(self.topology), len(ranges)
+            size, racks_in = sampler._count, len(ranges)
         elif scope_name in ranges:
             scope = sampler.scope_rack(scope_name)
             start, end = ranges[scope_name]
             size, racks_in = end - start, 1
         else:
             return []
-        rack_of = self.topology.rack_of
+        rack_of = sampler._rack_of   # every leaf's rack (the sampler is built over this tree)
+        draw = sampler._draw
         chosen: list[str] = []
         used: list[str] = []
         while scope is not None:
-            bookie = sampler._draw(scope, rng)
+            bookie = draw(scope, rng)
             if bookie in exclude:
                 break
             if steps is not None:
@@ -790,14 +791,15 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             exclude.add(bookie)
             if len(chosen) == ensemble_size:
                 break
-            rack = rack_of(bookie)
-            used.append(rack)  # type: ignore[arg-type]
+            rack = rack_of[bookie]
+            used.append(rack)
             if len(used) == 1:
-                size, racks_in = len(self.topology), len(ranges)
-            start, end = ranges[rack]  # type: ignore[index]
+                size, racks_in = sampler._count, len(ranges)
+            start, end = ranges[rack]
             size -= end - start
             racks_in -= 1
-            scope = sampler.scope_after(scope, rack, used)  # type: ignore[arg-type]
+            after = scope.after.get(rack, False)   # `scope_after`, inline: one lookup once known
+            scope = after if after is not False else sampler.scope_after(scope, rack, used)
         return chosen
 
     def _fast_adherence(self, chosen: list[str], write_quorum: int, ack_quorum: int) -> Adherence:
