@@ -135,12 +135,13 @@ class CoverageEnsemble:
         self.locate = locate
         self.parent = parent
         self.parent_predicate = parent_predicate
-        self.regions = tuple(regions)
+        self.regions = regions if type(regions) is tuple else tuple(regions)
         self.min_durability = min_durability
         self.chosen: list[str] = []
         self._chosen_set: set[str] = set()
         self._sets: list[RackQuorumCoverageSet | DurabilityCoverageSet | None] = [None] * max(ensemble_size, 1)
-        self._windows = _windows(ensemble_size, write_quorum, min_durability > 0)
+        windows = _WINDOWS.get((ensemble_size, write_quorum, min_durability > 0 and ensemble_size == write_quorum))
+        self._windows = windows if windows is not None else _windows(ensemble_size, write_quorum, min_durability > 0)
 
     def _indices(self, position: int) -> Iterable[int]:
         """The write sets (their first positions) that hold `position`."""
@@ -168,9 +169,13 @@ class CoverageEnsemble:
             return False
         location = self.locate(candidate)
         sets = self._sets
-        for index in self._indices(len(self.chosen)):
+        position = len(self.chosen)
+        windows = self._windows
+        for index in (windows[position] if position < len(windows) else self._indices(position)):
             found = sets[index]
-            if not (found if found is not None else self._set(index)).accepts(location):
+            if found is None:
+                found = self._set(index)
+            if not found.accepts(location):
                 return False
         if self.parent_predicate is not None:
             return self.parent_predicate.apply(candidate, self.parent)
@@ -182,15 +187,21 @@ class CoverageEnsemble:
 
     def add_node(self, bookie: str) -> bool:
         """Record `bookie` at the next position; False if it is already chosen (or the parent refuses)."""
-        if bookie in self._chosen_set:
+        chosen_set = self._chosen_set
+        if bookie in chosen_set:
             return False
         location = self.locate(bookie)
         sets = self._sets
-        for index in self._indices(len(self.chosen)):
+        chosen = self.chosen
+        position = len(chosen)
+        windows = self._windows
+        for index in (windows[position] if position < len(windows) else self._indices(position)):
             found = sets[index]
-            (found if found is not None else self._set(index)).add(location)
-        self.chosen.append(bookie)
-        self._chosen_set.add(bookie)
+            if found is None:
+                found = self._set(index)
+            found.add(location)
+        chosen.append(bookie)
+        chosen_set.add(bookie)
         if self.parent is not None:
             return self.parent.add_node(bookie)
         return True

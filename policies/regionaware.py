@@ -153,6 +153,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
         # Sorted names of `sub_policies` (regions are only ever added) and each region's step name.
         self._regions: tuple[str, ...] = ()
         self._step_names: dict[str, str] = {}
+        # Regions holding a known bookie, in name order (None: recount); every membership change resets it.
+        self._populated: tuple[str, ...] | None = None
         local = settings.local_node_location
         self.local_region = UNKNOWN_REGION if settings.ignore_local_node or not local else region_of_location(local)
         # `_allocate_fast` serves sub-policies whose position 0 draws from the whole region (no local rack).
@@ -190,7 +192,21 @@ class RegionawarePolicy(TopologyAwarePolicy):
             self.sub_policies[region] = sub
             self._regions = tuple(sorted(self.sub_policies))
             self._step_names[region] = f"region {region}"
+            self._populated = None
         return sub
+
+    def _populated_region_names(self) -> tuple[str, ...]:
+        """Regions whose sub-policy knows at least one bookie, in name order (cached until membership changes)."""
+        populated = self._populated
+        if populated is None:
+            subs = self.sub_policies
+            populated = self._populated = tuple(region for region in self._regions if subs[region].known)
+        return populated
+
+    def _populated_regions(self) -> int:
+        """How many regions hold at least one known bookie."""
+        populated = self._populated
+        return len(populated if populated is not None else self._populated_region_names())
 
     def region_of_bookie(self, bookie: str) -> str:
         """A known bookie's cached region, else the region of its freshly resolved location."""
@@ -239,11 +255,13 @@ class RegionawarePolicy(TopologyAwarePolicy):
         # BK bug fixed (spec region-zone-isolation.md App. A #10): Java visits regions in `HashMap` order;
         # sorted region names make the same input give the same ensemble everywhere.
         off = self.disallowed_regions() if disallowed is None else disallowed
-        subs = self.sub_policies
+        populated = self._populated
+        if populated is None:
+            populated = self._populated_region_names()
         if not off:
-            return [region for region in self._regions if subs[region].known]
+            return list(populated)
         off = set(off)
-        return [region for region in self._regions if subs[region].known and region not in off]
+        return [region for region in populated if region not in off]
 
     # -- membership (spec §1.1) ---------------------------------------------------------------------
 
@@ -261,33 +279,46 @@ class RegionawarePolicy(TopologyAwarePolicy):
         return super().on_cluster_changed(writable, readonly)
 
     def handle_bookies_that_left(self, bookies: list[str]) -> None:
-        for bookie in bookies:
-            self.region_of.pop(bookie, None)
-        super().handle_bookies_that_left(bookies)
-        for region in self._regions:
-            self.sub_policies[region].handle_bookies_that_left(bookies)
+        try:
+            for bookie in bookies:
+                self.region_of.pop(bookie, None)
+            super().handle_bookies_that_left(bookies)
+            for region in self._regions:
+                self.sub_policies[region].handle_bookies_that_left(bookies)
+        finally:
+            self._populated = None
 
     def handle_bookies_that_joined(self, bookies: list[str]) -> None:
         # BK bug fixed (spec region-zone-isolation.md §1.1, §1.8): a location of the wrong depth fails
         # only that bookie's join (the base class records it); Java lets the error escape onClusterChanged.
-        super().handle_bookies_that_joined(bookies)
-        per_region: dict[str, list[str]] = {}
-        for bookie in bookies:
-            location = self.known.get(bookie)
-            if location is None:  # the join failed; the base class kept the reason
-                continue
-            region = region_of_location(location)
-            self.region_of[bookie] = region
-            self._sub_policy(region)
-            per_region.setdefault(region, []).append(bookie)
-        for region, joined in sorted(per_region.items()):
-            self.sub_policies[region].handle_bookies_that_joined(joined)
+        try:
+            super().handle_bookies_that_joined(bookies)
+            per_region: dict[str, list[str]] = {}
+            for bookie in bookies:
+                location = self.known.get(bookie)
+                if location is None:  # the join failed; the base class kept the reason
+                    continue
+                region = region_of_location(location)
+                self.region_of[bookie] = region
+                self._sub_policy(region)
+                per_region.setdefault(region, []).append(bookie)
+            for region, joined in sorted(per_region.items()):
+                self.sub_policies[region].handle_bookies_that_joined(joined)
+        finally:
+            self._populated = None
 
     def on_bookie_rack_change(self, bookies: Iterable[str]) -> None:
         """Re-resolve known bookies; a bookie whose region changed moves to the new region's sub-policy."""
         self._tick()
         self._tick_sub_policies()
         ordered = sorted(set(bookies))
+        try:
+            self._move_regions(ordered)
+        finally:
+            self._populated = None
+
+    def _move_regions(self, ordered: list[str]) -> None:
+        """`on_bookie_rack_change` after the clock ticks: the base class's move, then the sub-policies'."""
         super().on_bookie_rack_change(ordered)
         for bookie in ordered:
             location = self.known.get(bookie)
@@ -429,10 +460,13 @@ class RegionawarePolicy(TopologyAwarePolicy):
         excluded = self._exclusion(exclude, explain)
         available = self.available_regions(self._note_disallowed(explain))
         explain["regions_available"] = available
-        per_region = self._excluded_per_region(excluded)
+        per_region = self._excluded_per_region(excluded) if excluded else {}
         steps = explain["steps"]
-        steps.append({"step": "regions", "scope": "available regions",
-                      "candidates": sum(self._region_candidates(r, per_region)[0] for r in available),
+        subs = self.sub_policies
+        candidates = sum([len(subs[region].known) for region in available])
+        if per_region:
+            candidates -= sum([per_region.get(region, 0) for region in available])
+        steps.append({"step": "regions", "scope": "available regions", "candidates": candidates,
                       "regions": len(available)})
 
         if not available:
@@ -906,8 +940,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         """`_write_set_deficit` of every write set (W consecutive positions, wrapping). Cost O(E x W)."""
         size = len(ensemble)
         min_regions = self.min_regions if self.is_durability_enforced() else 0
-        populated = sum(1 for sub in self.sub_policies.values() if sub.known)
-        soft_regions = min(write_quorum, self.settings.min_racks_per_write_quorum, max(populated, 1))
+        soft_regions = min(write_quorum, self.settings.min_racks_per_write_quorum, max(self._populated_regions(), 1))
         return [self._write_set_deficit({ensemble[(i + j) % size] for j in range(write_quorum)},
                                         write_quorum, ack_quorum, min_regions, soft_regions)
                 for i in range(size)]
@@ -952,18 +985,14 @@ class RegionawarePolicy(TopologyAwarePolicy):
         known = self.known
         region_of = self.region_of
         # Rack and region of each member; None for a member that is not known (it does not count).
-        racks_at: list[str | None] = []
-        regions_at: list[str | None] = []
-        for bookie in ensemble:
-            location = known.get(bookie)
-            if location is None:
-                racks_at.append(None)
-                regions_at.append(None)
-            elif location == default:
-                return Adherence.FAIL                    # some write set holds it (W >= 1)
-            else:
-                racks_at.append(location)
-                regions_at.append(region_of[bookie])
+        racks_at: list[str | None] = [known.get(bookie) for bookie in ensemble]
+        if default is not None and default in racks_at:
+            return Adherence.FAIL                        # some write set holds it (W >= 1)
+        if None in racks_at:
+            regions_at: list[str | None] = [None if rack is None else region_of[bookie]
+                                            for bookie, rack in zip(ensemble, racks_at)]
+        else:
+            regions_at = [region_of[bookie] for bookie in ensemble]
         # Distinct members: a write set is W consecutive positions, or the whole ensemble when W >= E
         # (then every write set holds the same members and one check answers for all).
         span = min(write_quorum, size)
@@ -987,8 +1016,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
                     return Adherence.FAIL
             elif not soft:
                 if not soft_regions:
-                    populated = sum(1 for sub in self.sub_policies.values() if sub.known)
-                    soft_regions = min(write_quorum, settings.min_racks_per_write_quorum, max(populated, 1))
+                    soft_regions = min(write_quorum, settings.min_racks_per_write_quorum,
+                                       max(self._populated_regions(), 1))
                 regions = set(regions_at[i:i + span])
                 regions.discard(None)
                 soft = len(regions) < soft_regions
@@ -1191,12 +1220,15 @@ class RegionawarePolicy(TopologyAwarePolicy):
 
     def import_state(self, state: Mapping[str, Any]) -> None:
         """Restore `export_state` output into a freshly created policy."""
-        super().import_state(state)
-        self.region_of = {bookie: region_of_location(location) for bookie, location in self.known.items()}
-        self.last_region_index = int(state.get("last_region_index", 0))
-        self.slow_bookies.restore(state.get("slow_bookies", {}))
-        for region, sub_state in sorted(state.get("sub_policies", {}).items()):
-            self._sub_policy(region).import_state(sub_state)
+        try:
+            super().import_state(state)
+            self.region_of = {bookie: region_of_location(location) for bookie, location in self.known.items()}
+            self.last_region_index = int(state.get("last_region_index", 0))
+            self.slow_bookies.restore(state.get("slow_bookies", {}))
+            for region, sub_state in sorted(state.get("sub_policies", {}).items()):
+                self._sub_policy(region).import_state(sub_state)
+        finally:
+            self._populated = None
 
     def check_invariants(self) -> None:
         """Assert the region bookkeeping is consistent (tests only)."""
