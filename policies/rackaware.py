@@ -43,10 +43,10 @@ from .provenance import (POSITIONS, RULE_RACKS, failed, fixed, no_fix, position 
 from .read_order import SlowBookieCache, add_missing, reorder_read_sequence
 from .resolver import LocationResolver
 from .rack_weights import RackWeights
-from .selection import WeightedSelector, lazy_shuffle, pick_uniform
+from .selection import WeightedSelector, lazy_shuffle, pick_uniform, pick_uniform_view
 from .settings import PlacementSettings
 from .stabilize import StabilizedTopology
-from .topology import NetworkTopology
+from .topology import LeafView, NetworkTopology
 
 Clock = Callable[[], float]
 
@@ -340,6 +340,10 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                    ensemble: Any, rng: random.Random) -> str | None:
         """A random acceptable leaf (uniform, or by capped weight) or None; nothing recorded."""
         if predicate is None:
+            if not self.settings.disk_weighted and type(leaves) is LeafView:
+                # `pick_uniform(rng, leaves, accept)` without the closure: the same draws.
+                return pick_uniform_view(rng, leaves, exclude) if len(leaves) else None
+
             def accept(bookie: str) -> bool:
                 return bookie not in exclude
         else:
@@ -512,8 +516,11 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         record = steps is not None
         if scope is not None:
             if record:
-                rack_of = self.topology.rack_of
-                in_rack = len(self.topology.bookies_in(scope)) - sum(1 for b in exclude if rack_of(b) == scope)
+                in_rack = len(self.topology.bookies_in(scope))
+                rack_of = self.topology.rack_map
+                for b in exclude:
+                    if rack_of.get(b) == scope:
+                        in_rack -= 1
                 steps.append({"step": _STEP_REPLACEMENT, "scope": _SCOPE_SAME_RACK, "candidates": in_rack,
                               "racks": int(in_rack > 0)})
             try:
@@ -957,8 +964,9 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             explain_excluded["ensemble"] = sorted(set(others))
         excluded.update(current)
         excluded.add(bookie_to_replace)
-        replaced_rack = self._locate(bookie_to_replace)
-        used_racks = {self._locate(b) for b in others}
+        rack_of = self.topology.rack_map     # `_locate`, with its tree lookup inline
+        replaced_rack = rack_of.get(bookie_to_replace) or self._locate(bookie_to_replace)
+        used_racks = {rack_of.get(b) or self._locate(b) for b in others}
         enforce = self.settings.enforce_min_racks
         explain: dict[str, Any] = {"policy": self.name, "steps": steps, "fallbacks": fallbacks,
                                    "excluded": explain_excluded}

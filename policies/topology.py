@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from .errors import InvalidLocationError, InvalidTopologyError
 from .location import ROOT, leaf_depth, normalize
@@ -182,6 +182,12 @@ class NetworkTopology:
 
     def rack_of(self, bookie: str) -> str | None:
         return self._rack_of.get(bookie)
+
+    @property
+    def rack_map(self) -> Mapping[str, str]:
+        """bookie -> rack of every leaf, live (not a copy: read it, never change it). For hot loops
+        that would otherwise call `rack_of` once per bookie."""
+        return self._rack_of
 
     @property
     def depth(self) -> int | None:
