@@ -118,6 +118,24 @@ class _ReplayRandom:
         self.random = replayed
 
 
+class _RegionKeys(dict):  # type: ignore[type-arg]
+    """bookie -> `RegionawarePolicy._region_key(bookie)`, remembered for known bookies (whose region only
+    changes through the membership handlers, which clear it); other bookies are resolved every time."""
+
+    __slots__ = ("policy",)
+
+    def __init__(self, policy: RegionawarePolicy) -> None:
+        super().__init__()
+        self.policy = policy
+
+    def __missing__(self, bookie: str) -> str:
+        region = self.policy.region_of.get(bookie)
+        if region is None:
+            return self.policy._region_key(bookie)
+        key = self[bookie] = "/" + region
+        return key
+
+
 class RegionawarePolicy(TopologyAwarePolicy):
     """Region-aware placement over per-region rack-aware sub-policies (spec §1-§2).
 
@@ -155,6 +173,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
         self._step_names: dict[str, str] = {}
         # Regions holding a known bookie, in name order (None: recount); every membership change resets it.
         self._populated: tuple[str, ...] | None = None
+        # bookie -> region key of the coverage ensembles (`_region_key`), filled on use; reset with `_populated`.
+        self._region_keys = _RegionKeys(self)
         local = settings.local_node_location
         self.local_region = UNKNOWN_REGION if settings.ignore_local_node or not local else region_of_location(local)
         # `_allocate_fast` serves sub-policies whose position 0 draws from the whole region (no local rack).
@@ -192,8 +212,13 @@ class RegionawarePolicy(TopologyAwarePolicy):
             self.sub_policies[region] = sub
             self._regions = tuple(sorted(self.sub_policies))
             self._step_names[region] = f"region {region}"
-            self._populated = None
+            self._membership_changed()
         return sub
+
+    def _membership_changed(self) -> None:
+        """Forget what depends on the known bookies and their regions (called after every change)."""
+        self._populated = None
+        self._region_keys.clear()
 
     def _populated_region_names(self) -> tuple[str, ...]:
         """Regions whose sub-policy knows at least one bookie, in name order (cached until membership changes)."""
@@ -286,7 +311,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
             for region in self._regions:
                 self.sub_policies[region].handle_bookies_that_left(bookies)
         finally:
-            self._populated = None
+            self._membership_changed()
 
     def handle_bookies_that_joined(self, bookies: list[str]) -> None:
         # BK bug fixed (spec region-zone-isolation.md §1.1, §1.8): a location of the wrong depth fails
@@ -305,7 +330,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
             for region, joined in sorted(per_region.items()):
                 self.sub_policies[region].handle_bookies_that_joined(joined)
         finally:
-            self._populated = None
+            self._membership_changed()
 
     def on_bookie_rack_change(self, bookies: Iterable[str]) -> None:
         """Re-resolve known bookies; a bookie whose region changed moves to the new region's sub-policy."""
@@ -315,7 +340,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         try:
             self._move_regions(ordered)
         finally:
-            self._populated = None
+            self._membership_changed()
 
     def _move_regions(self, ordered: list[str]) -> None:
         """`on_bookie_rack_change` after the clock ticks: the base class's move, then the sub-policies'."""
@@ -385,7 +410,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         """
         regions = self._regions if min_regions > 0 else ()
         return CoverageEnsemble(ensemble_size, write_quorum, ack_quorum, self.settings.min_racks_per_write_quorum,
-                                self._region_key, regions=regions, min_durability=min_regions)
+                                self._region_keys.__getitem__, regions=regions, min_durability=min_regions)
 
     def _exclusion(self, exclude: Iterable[str], explain: dict[str, Any]) -> set[str]:
         """Caller exclusions plus default-location bookies when `enforceMinNumRacksPerWriteQuorum` (spec §1.3)."""
@@ -850,17 +875,22 @@ class RegionawarePolicy(TopologyAwarePolicy):
         excluded = self._exclusion(exclude, explain)
         disallowed = set(self._note_disallowed(explain))
         excluded.add(bookie_to_replace)
+        # The region-level coverage of the other members matters only while durability is enforced (it is
+        # the cross-region pick's predicate); without enforcement it is never built.
         coverage = CoverageEnsemble(ensemble_size, write_quorum, ack_quorum, self.settings.min_racks_per_write_quorum,
-                                    self._region_key, regions=self._regions, min_durability=min_regions)
+                                    self._region_keys.__getitem__, regions=self._regions,
+                                    min_durability=min_regions) if enforce else None
         for member in current:
             if member == bookie_to_replace:
                 continue
             excluded.add(member)
-            if not coverage.apply(member, coverage) and enforce:
-                enforce = False
-                explain["fallbacks"].append(f"anomalous ensemble: {member} already breaks the durability rule; "
-                                            "durability not enforced for this replacement")
-            coverage.add_node(member)
+            if enforce:
+                if not coverage.apply(member, coverage):  # type: ignore[union-attr]
+                    enforce = False
+                    explain["fallbacks"].append(f"anomalous ensemble: {member} already breaks the durability rule; "
+                                                "durability not enforced for this replacement")
+                else:
+                    coverage.add_node(member)  # type: ignore[union-attr]
         others = sorted({b for b in current if b != bookie_to_replace})
         if others:
             explain["excluded"]["ensemble"] = others
@@ -1228,7 +1258,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
             for region, sub_state in sorted(state.get("sub_policies", {}).items()):
                 self._sub_policy(region).import_state(sub_state)
         finally:
-            self._populated = None
+            self._membership_changed()
 
     def check_invariants(self) -> None:
         """Assert the region bookkeeping is consistent (tests only)."""
