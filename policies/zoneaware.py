@@ -145,8 +145,8 @@ class _ZoneIndex:
         # index): zones avoided -> _Cut, whose `after` maps upgrade domains avoided -> _Cut.
         self._zone_cuts: dict[frozenset[str], _Cut] = {}
         self._cached = 0
-        # (position, size, write quorum, desired zones, (zone, UD)s of the slots around it) -> the cut of
-        # `_fill`'s first attempt (see `first_cut`).
+        # (ensemble size, write quorum, desired zones, (zone, UD)s of the slots around a position in
+        # `_rings` order) -> the cut of `_fill`'s first attempt (see `first_cut`).
         self.first_cuts: dict[tuple, _Cut] = {}
 
     def gaps(self, cut: Iterable[int]) -> list[tuple[int, int]]:
@@ -677,13 +677,14 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         index = fill.index
         if desired >= self.min_zones:
             # The usual case, first: step 1 with all D-1 neighbours and an unused upgrade domain (the
-            # first cut `_candidates` tries), cached per (zone, UD)s of the slots around `position`.
+            # first cut `_candidates` tries), cached per (zone, UD)s of the slots around `position`, in
+            # `rings` order (the ring looks the same from every position: the key needs no position).
             around = tuple(map(slots.__getitem__, rings[-1]))
-            cut = index.first_cuts.get((position, size, write_quorum, desired, around))
+            cut = index.first_cuts.get((size, write_quorum, desired, around))
             if cut is None:
                 neighbours = rings[desired - 1]
                 cut = index.first_cut(
-                    (position, size, write_quorum, desired, around),
+                    (size, write_quorum, desired, around),
                     frozenset([slots[s][0] for s in neighbours if slots[s] is not None]),  # type: ignore[index]
                     frozenset([located for located in around if located is not None]))
             outside = len(index.flat) - cut.size

@@ -7,17 +7,22 @@ generator's state afterwards is compared too), so decisions stay byte-identical.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from policies import BookieInfo, NotEnoughBookiesError, create_policy
 from policies.api import Adherence
 from policies.coverage import CoverageEnsemble
 from policies.rack_weights import RackWeights, _kth_without
-from policies.selection import WeightedSelector, capped_probabilities, lazy_shuffle, pick_uniform
+from policies.selection import (WeightedSelector, capped_probabilities, lazy_shuffle, pick_uniform,
+                                pick_uniform_view, pick_weighted)
 from policies.topology import NetworkTopology
+from policies.zoneaware import UNRESOLVED
 
 from .conftest import build_policy
 from .test_rack_weights import WEIGHTS, make_index
@@ -199,3 +204,337 @@ def test_region_adherence_matches_the_write_set_deficits(ensemble, write_quorum,
     policy, _ = make_region_policy(REGIONS, **conf)
     expected = policy._adherence_of(policy._deficits(ensemble, write_quorum, ack_quorum) if ensemble else [])
     assert policy.is_ensemble_adhering(ensemble, write_quorum, ack_quorum) == expected
+
+
+# -- uniform picks over leaf views (issue 6, second pass) --------------------------------------------
+
+
+def test_leaf_view_at_is_indexing():
+    topology = NetworkTopology()
+    for i in range(23):
+        topology.add(f"bk{i:02d}", f"/r{i % 5}")
+    for scope in ("/", "/r2", "~/r1", "~/r0,/r3", "~/r4,/r1,/r2"):
+        view = topology.leaves(scope)
+        assert [view.at(i) for i in range(len(view))] == [view[i] for i in range(len(view))]
+
+
+def test_uniform_view_picks_are_the_uniform_picks_with_an_exclusion_set():
+    """`pick_uniform_view(rng, view, excluded)` == `pick_uniform(rng, view, lambda b: b not in excluded)`:
+    same member, same generator state, for 0 to all members excluded and views of one or more ranges."""
+    topology = NetworkTopology()
+    for i in range(17):
+        topology.add(f"bk{i:02d}", f"/r{i % 4}")
+    for scope in ("/", "/r1", "~/r2", "~/r0,/r3"):
+        view = topology.leaves(scope)
+        members = list(view)
+        for seed in range(300):
+            excluded = set(random.Random(seed + 5_000).sample(members, seed % (len(members) + 1)))
+            ours, theirs = random.Random(seed), random.Random(seed)
+            assert pick_uniform_view(ours, view, excluded) == pick_uniform(theirs, view, lambda b: b not in excluded)
+            assert ours.getstate() == theirs.getstate()
+
+
+# -- weighted draws ----------------------------------------------------------------------------------
+
+
+def plain_draw(sampler, scope, rng):
+    """`RackWeights._draw` as first written: the cap bisection and the zero block on every draw."""
+    rows, masses, starts, ends, skip, skipped, total, _, zero_mass = scope.data
+    cap = tuple.__getitem__(scope, 2)  # the scope's own cap (draws may have replaced it by "no cap")
+    v = rng.random() * total
+    for i in skip:
+        if v >= starts[i]:
+            v += masses[i]
+        else:
+            break
+    r = bisect.bisect_right(ends, v)
+    if r >= len(ends) or r in skipped:
+        r, v = sampler._nearest(scope, r, v)
+    u = v - starts[r]
+    members, zeros, prefix, ordered = rows[r]
+    zero_block = zeros * zero_mass
+    if u < zero_block:
+        return members[min(int(u / zero_mass), zeros - 1)]
+    u -= zero_block
+    n = len(ordered)
+    j = n if cap == float("inf") else bisect.bisect_right(ordered, cap)
+    if j == n or u < prefix[j]:
+        i = bisect.bisect_right(prefix, u, zeros, j + 1) - 1
+        return members[min(max(i, zeros), n - 1)]
+    return members[min(j + int((u - prefix[j]) / cap), n - 1)]
+
+
+@settings(max_examples=150)
+@given(st.lists(st.integers(1, 5), min_size=2, max_size=7), st.data())
+def test_draws_skipping_the_cap_and_the_zero_block_are_the_plain_draws(sizes, data):
+    """Caps above every weight (no cap for draws), caps below some, zero weights or none: the same leaf
+    for the same random numbers, in every kind of scope (whole tree, racks excluded, one rack, removed)."""
+    flat, flat_racks, ranges = make_index(sizes)
+    pool = data.draw(st.sampled_from([st.sampled_from(WEIGHTS), st.sampled_from(WEIGHTS[2:]), st.integers(0, 12),
+                                      st.integers(5, 9)]))
+    weights = {b: data.draw(pool) for b in flat}
+    sampler = RackWeights((flat, flat_racks, ranges), weights, data.draw(st.sampled_from([0, 1, 2, 3, 50])))
+    racks = sorted(ranges)
+    excluded = tuple(sorted(data.draw(st.sets(st.sampled_from(racks), max_size=len(racks) - 1))))
+    scopes = [sampler.scope_excluding(()), sampler.scope_excluding(excluded), sampler.scope_rack(racks[0]),
+              sampler.scope_without(list(excluded), flat[:2])]
+    for scope in scopes:
+        if scope is None:
+            continue
+        ours, theirs = random.Random(3), random.Random(3)
+        assert [sampler._draw(scope, ours) for _ in range(200)] == [plain_draw(sampler, scope, theirs)
+                                                                     for _ in range(200)]
+
+
+# -- zone-aware placement: cached cuts and the first-attempt fast path ----------------------------------
+
+
+def zone_layout(zones: int, domains: int, per_domain: int, defaults: int = 0) -> dict[str, str]:
+    """bookie -> /zone<z>/ud<u> for `zones` x `domains` upgrade domains of `per_domain` bookies, plus
+    `defaults` bookies of the default fault domain."""
+    layout = {f"z{z}-u{u}-{i}:3181": f"/zone{z}/ud{u}"
+              for z in range(zones) for u in range(domains) for i in range(per_domain)}
+    layout.update({f"d{i}:3181": "/default-zone/default-upgradedomain" for i in range(defaults)})
+    return layout
+
+
+def zone_policy(layout: dict[str, str], **conf):
+    policy = create_policy({"ensemblePlacementPolicy": "zoneaware", **conf}, resolver=layout)
+    policy.on_cluster_changed(sorted(layout), [])
+    return policy
+
+
+def plain_first_rule(policy, ensemble_size, write_quorum, rng, exclude=()):
+    """Spec §3.4's first rule written out (the zones of the D-1 neighbours on each side avoided, an upgrade
+    domain no same-zone bookie within W-1 slots uses, no default fault domain): candidates in (location,
+    bookie) order, one uniform pick each (a disk-weighted one with weights). None when some position has no
+    candidate (the policy then falls back to weaker rules, which this does not model)."""
+    weighted = policy.settings.disk_weighted
+    desired = min(write_quorum, policy.desired_zones)
+    population = sorted(policy.known, key=lambda b: (policy.known[b], b))
+    slots = [None] * ensemble_size
+    chosen, excluded = [], set(exclude)
+
+    def around(position, reach):
+        return [slots[(position + o) % ensemble_size] for o in range(-reach, reach + 1)
+                if o and (position + o) % ensemble_size != position]
+
+    for position in range(ensemble_size):
+        zones = {s[0] for s in around(position, desired - 1) if s}
+        pairs = {s for s in around(position, write_quorum - 1) if s}
+        view = [b for b in population if policy.known[b] != "/default-zone/default-upgradedomain"
+                and policy.zone_of(b)[0] not in zones and policy.zone_of(b) not in pairs]
+        if not any(b not in excluded for b in view):
+            return None
+        if weighted:
+            bookie = pick_weighted(rng, [b for b in view if b not in excluded], policy.weights,
+                                   policy.settings.max_weight_multiple)
+        else:
+            bookie = pick_uniform(rng, view, lambda b: b not in excluded)
+        slots[position] = policy.zone_of(bookie)
+        excluded.add(bookie)
+        chosen.append(bookie)
+    return chosen
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ensemble_size, write_quorum", [(3, 3), (6, 3), (4, 2), (6, 2), (4, 4)])
+def test_zone_fills_are_the_plain_first_rule(ensemble_size, write_quorum, weighted):
+    """Wherever the first rule has candidates, the cached cuts pick what the plain rule picks, with the
+    same draws (weighted: views small enough to be enumerated, as the plain rule does)."""
+    layout = zone_layout(zones=4, domains=3, per_domain=2, defaults=2)
+    conf = {"diskWeightBasedPlacementEnabled": "true"} if weighted else {}
+    policy = zone_policy(layout, minNumZonesPerWriteQuorum=1, **conf)
+    if weighted:
+        rng = random.Random(9)
+        policy.update_bookie_info({b: BookieInfo(10**6, rng.randrange(1, 10**6)) for b in layout})
+    compared = 0
+    for seed in range(150):
+        exclude = random.Random(seed).sample(sorted(layout), seed % 4)
+        expected = plain_first_rule(policy, ensemble_size, write_quorum, random.Random(seed), exclude)
+        if expected is None:
+            continue
+        ours, theirs = random.Random(seed), random.Random(seed)
+        plain_first_rule(policy, ensemble_size, write_quorum, theirs, exclude)
+        result = policy.new_ensemble(ensemble_size, write_quorum, 1, exclude=exclude, rng=ours)
+        assert result.ensemble == expected
+        assert ours.getstate() == theirs.getstate()
+        assert not result.explain["fallbacks"]
+        compared += 1
+    assert compared >= 50
+
+
+def zone_calls(policy, seeds=range(40)):
+    """Decisions of a batch of calls (ensembles, adherence, explanations), failures included."""
+    out = []
+    for seed in seeds:
+        for call in (lambda rng: policy.new_ensemble(3, 3, 2, rng=rng),
+                     lambda rng: policy.new_ensemble(6, 3, 2, exclude=["z0-u0-0:3181"], rng=rng),
+                     lambda rng: policy.new_ensemble(4, 2, 2, rng=rng)):
+            try:
+                result = call(random.Random(seed))
+                out.append((result.ensemble, result.adherence, result.explain))
+            except NotEnoughBookiesError as exc:
+                out.append(("failed", exc.explain))
+        members = sorted(policy.known)[:3]
+        try:
+            result = policy.replace_bookie(3, 3, 2, None, members, members[1], rng=random.Random(seed))
+            out.append((result.ensemble, result.adherence, result.explain))
+        except NotEnoughBookiesError as exc:
+            out.append(("failed", exc.explain))
+    return out
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_zone_caches_follow_membership_rack_and_weight_changes(weighted):
+    """A policy whose cut caches are warm decides exactly as a freshly built one, after bookies join and
+    leave, move to another upgrade domain or zone, and (weighted) after new disk weights."""
+    layout = zone_layout(zones=3, domains=3, per_domain=2)
+    conf = {"minNumZonesPerWriteQuorum": 1}
+    if weighted:
+        conf.update(diskWeightBasedPlacementEnabled="true", bookieMaxMultipleForWeightBasedPlacement=2)
+    free = {b: 1000 + 37 * i for i, b in enumerate(sorted(layout))}
+
+    def fresh(mapping, writable, free_disk):
+        policy = create_policy({"ensemblePlacementPolicy": "zoneaware", **conf}, resolver=dict(mapping))
+        policy.on_cluster_changed(sorted(writable), [])
+        if weighted:
+            policy.update_bookie_info({b: BookieInfo(10**6, free_disk[b]) for b in writable})
+        return policy
+
+    mapping = dict(layout)
+    writable = set(layout)
+    warm = create_policy({"ensemblePlacementPolicy": "zoneaware", **conf}, resolver=mapping)
+    warm.on_cluster_changed(sorted(writable), [])
+    if weighted:
+        warm.update_bookie_info({b: BookieInfo(10**6, free[b]) for b in writable})
+    assert zone_calls(warm) == zone_calls(fresh(mapping, writable, free))
+
+    # leaves: a whole upgrade domain and one more bookie
+    writable -= {"z1-u1-0:3181", "z1-u1-1:3181", "z2-u0-1:3181"}
+    warm.on_cluster_changed(sorted(writable), [])
+    if weighted:
+        warm.update_bookie_info({b: BookieInfo(10**6, free[b]) for b in writable})
+    assert zone_calls(warm) == zone_calls(fresh(mapping, writable, free))
+
+    # joins: a new upgrade domain and a new zone
+    for bookie, location in {"n1:3181": "/zone1/ud7", "n2:3181": "/zone1/ud7", "n3:3181": "/zone9/ud1"}.items():
+        mapping[bookie] = location
+        writable.add(bookie)
+        free[bookie] = 5000
+    warm.on_cluster_changed(sorted(writable), [])
+    if weighted:
+        warm.update_bookie_info({b: BookieInfo(10**6, free[b]) for b in writable})
+    assert zone_calls(warm) == zone_calls(fresh(mapping, writable, free))
+
+    # rack changes: one bookie to another upgrade domain, one to another zone
+    mapping["z0-u0-0:3181"] = "/zone0/ud2"
+    mapping["z2-u2-0:3181"] = "/zone1/ud0"
+    warm.on_bookie_rack_change(["z0-u0-0:3181", "z2-u2-0:3181"])
+    assert zone_calls(warm) == zone_calls(fresh(mapping, writable, free))
+
+    if weighted:  # new disk weights only
+        free = {b: 100 + (17 * i) % 900 for i, b in enumerate(sorted(writable))}
+        warm.update_bookie_info({b: BookieInfo(10**6, free[b]) for b in writable})
+        assert zone_calls(warm) == zone_calls(fresh(mapping, writable, free))
+
+
+def test_zone_cut_cache_is_bounded_and_starting_afresh_changes_nothing(monkeypatch):
+    """Past its limit the index drops its cuts; decisions are those of a policy that never dropped any."""
+    import policies.zoneaware as zoneaware
+
+    layout = zone_layout(zones=3, domains=4, per_domain=2)
+    expected = zone_calls(zone_policy(layout, minNumZonesPerWriteQuorum=1))
+    monkeypatch.setattr(zoneaware, "_CUT_CACHE_LIMIT", 3)
+    small = zone_policy(layout, minNumZonesPerWriteQuorum=1)
+    assert zone_calls(small) == expected
+    index = small._live_index()
+    assert len(index.first_cuts) + len(index._zone_cuts) <= 3
+
+
+def plain_zone_adherence(policy, located, write_quorum):
+    """§3.6 step 2 over every write set (wrapping), as written."""
+    size = len(located)
+    if None in located or UNRESOLVED in located:
+        return Adherence.FAIL
+    desired = min(write_quorum, policy.desired_zones)
+    result = Adherence.MEETS_STRICT
+    for start in range(size):
+        window = [located[(start + j) % size] for j in range(write_quorum)]
+        zones = {zone for zone, _ in window}
+        if len(zones) < policy.min_zones:
+            return Adherence.FAIL
+        for zone in zones:
+            members = [ud for z, ud in window if z == zone]
+            if len(members) > 1 and len(set(members)) < 2:
+                return Adherence.FAIL
+        if len(zones) < desired:
+            result = Adherence.MEETS_SOFT
+    return result
+
+
+ZONE_UDS = [("/z1", "/u1"), ("/z1", "/u2"), ("/z2", "/u1"), ("/z2", "/u2"), ("/z3", "/u1"), UNRESOLVED]
+
+
+@settings(max_examples=400)
+@given(st.lists(st.sampled_from(ZONE_UDS), min_size=1, max_size=8), st.integers(1, 8), st.integers(0, 3),
+       st.integers(1, 4))
+def test_zone_adherence_matches_the_windowed_rule(located, write_quorum, min_zones, desired):
+    """One window when W == E, every window otherwise: the verdict of every write set judged."""
+    if min_zones > desired:
+        min_zones, desired = desired, min_zones
+    policy = zone_policy(zone_layout(1, 1, 1), minNumZonesPerWriteQuorum=min_zones,
+                         desiredNumZonesPerWriteQuorum=desired)
+    assert policy._adherence(located, write_quorum) == plain_zone_adherence(policy, located, write_quorum)
+
+
+# -- rack-aware: the fast paths after changes ---------------------------------------------------------
+
+
+def rack_calls(policy, seeds=range(60)):
+    out = []
+    for seed in seeds:
+        result = policy.new_ensemble(3, 3, 2, rng=random.Random(seed))
+        out.append((result.ensemble, result.adherence, result.explain))
+        members = result.ensemble
+        result = policy.replace_bookie(3, 3, 2, None, members, members[seed % 3], exclude=members[:1],
+                                       rng=random.Random(seed))
+        out.append((result.ensemble, result.adherence, result.explain))
+    return out
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_rack_fast_paths_follow_membership_rack_and_weight_changes(weighted):
+    """Warm samplers and tree lookups decide exactly as a freshly built policy after joins, departures,
+    rack changes and (weighted) new disk weights."""
+    mapping = {f"b{i:02d}:3181": f"/r{i % 5}" for i in range(20)}
+    conf = {"diskWeightBasedPlacementEnabled": "true"} if weighted else {}
+    free = {b: 1000 + 71 * i for i, b in enumerate(sorted(mapping))}
+
+    def fresh(writable):
+        policy = create_policy({"ensemblePlacementPolicy": "rackaware", **conf}, resolver=dict(mapping))
+        policy.on_cluster_changed(sorted(writable), [])
+        policy.update_bookie_info({b: BookieInfo(10**6, free.get(b, 0)) for b in writable})
+        return policy
+
+    writable = set(mapping)
+    warm = create_policy({"ensemblePlacementPolicy": "rackaware", **conf}, resolver=mapping)
+    warm.on_cluster_changed(sorted(writable), [])
+    warm.update_bookie_info({b: BookieInfo(10**6, free.get(b, 0)) for b in writable})
+    assert rack_calls(warm) == rack_calls(fresh(writable))
+
+    writable -= {"b03:3181", "b08:3181", "b13:3181", "b18:3181"}   # rack /r3 empties
+    mapping["b30:3181"] = "/r9"
+    writable.add("b30:3181")
+    warm.on_cluster_changed(sorted(writable), [])
+    warm.update_bookie_info({b: BookieInfo(10**6, free.get(b, 0)) for b in writable})
+    assert rack_calls(warm) == rack_calls(fresh(writable))
+
+    mapping["b00:3181"] = "/r2"
+    mapping["b01:3181"] = "/r7"
+    warm.on_bookie_rack_change(["b00:3181", "b01:3181"])
+    assert rack_calls(warm) == rack_calls(fresh(writable))
+
+    free = {b: 10 + (13 * i) % 700 for i, b in enumerate(sorted(mapping))}
+    warm.update_bookie_info({b: BookieInfo(10**6, free.get(b, 0)) for b in writable})
+    assert rack_calls(warm) == rack_calls(fresh(writable))
