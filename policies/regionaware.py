@@ -740,9 +740,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
         """
         sub._tick()  # the clock tick of the sub-policy's call (it reads this call's reading again)
         topology = sub.topology
-        min_racks = min(write_quorum, self.settings.min_racks_per_write_quorum)
         if topology.num_racks < 2:
-            if min_racks > 1 and self.settings.enforce_min_racks:
+            if min(write_quorum, self.settings.min_racks_per_write_quorum) > 1 and self.settings.enforce_min_racks:
                 return None
             # The random selection ignores every predicate and only records: the sub-policy's coverage
             # ensemble would pass each pick on to `coverage`, and never refuse one itself.
@@ -753,26 +752,26 @@ class RegionawarePolicy(TopologyAwarePolicy):
             return [_FEWER_RACKS_NOTE]
         if sub._first_scope() != ROOT:
             return None
-        # The sub-policy's rack coverage: with a write quorum below 2 its write sets accept every rack, so
-        # it only refuses its own picks, which `coverage` refuses too; it then adds nothing to `coverage`.
-        local = coverage if write_quorum < 2 else CoverageEnsemble(size, write_quorum, write_quorum, min_racks,
-                                                                   sub._locate, coverage, coverage)
+        # The sub-policy's own rack coverage never refuses a pick here: every position draws outside the
+        # racks of the earlier ones, and a write set whose members all have distinct racks accepts any
+        # new rack (it can still reach min(W, minNumRacksPerWriteQuorum) racks). It only refuses its own
+        # picks, which `coverage` refuses too, and passes every check and pick on to `coverage`; so
+        # `coverage` stands for it. Likewise `excluded` stands for the sub-policy's private copy of it:
+        # the picks it would add to that copy are the ones `coverage` already refuses.
         pick = sub._pick_leaf
-        # `excluded` stands for the sub-policy's private copy: the picks it would add to that copy are
-        # the ones `local` already refuses.
-        chosen = pick(ROOT, topology.leaves(ROOT), excluded, local, local, rng)  # type: ignore[arg-type]
+        chosen = pick(ROOT, topology.leaves(ROOT), excluded, coverage, coverage, rng)  # type: ignore[arg-type]
         if chosen is None:
             return None
-        local.add_node(chosen)
+        coverage.add_node(chosen)
         if size > 1:
             rack_of = topology.rack_of
             avoid = [rack_of(chosen)]
             for _ in range(1, size):
-                chosen = pick(tuple(avoid), topology.leaves_excluding(avoid), excluded, local, local,
+                chosen = pick(tuple(avoid), topology.leaves_excluding(avoid), excluded, coverage, coverage,
                               rng)  # type: ignore[arg-type]
                 if chosen is None:
                     return None
-                local.add_node(chosen)
+                coverage.add_node(chosen)
                 avoid.append(rack_of(chosen))
         return []
 

@@ -1,0 +1,250 @@
+"""The region-aware policy's fast paths decide exactly what its general code decides (issue 6).
+
+* `_allocate_fast` (the first allocation pass when every region takes its share at once) against the
+  general allocation loop: same ensemble, adherence, explanation, round-robin position and draws
+  (the generator's next value is compared too), including calls where the fast pass gives up after
+  drawing and the loop runs again on a replay of those draws;
+* the replay generator itself;
+* the caches kept until membership changes (sorted and populated regions, region keys of the
+  coverage ensembles) against a freshly built policy after joins, departures, rack changes that move
+  a bookie to another region, and a state import;
+* replacement without durability enforcement, which no longer builds the region-level coverage.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from policies import BookieInfo, NotEnoughBookiesError, create_policy
+from policies.api import Adherence
+from policies.regionaware import RegionawarePolicy, _RecordingRandom, _ReplayRandom
+
+from .test_regionaware_support import ManualClock, grid, make_policy
+
+
+def _outcome(call):
+    """A comparable record of one call: the result, or the error's type, message and explanation."""
+    try:
+        result = call()
+    except (NotEnoughBookiesError, ValueError) as exc:
+        return ("error", type(exc).__name__, str(exc), json.dumps(getattr(exc, "explain", None), sort_keys=False))
+    return ("ok", result.ensemble, int(result.adherence), result.bookie, json.dumps(result.explain, sort_keys=False))
+
+
+def _scenario(seed: int) -> tuple[dict[str, str], list[str], dict[str, str]]:
+    """A random cluster (1-4 regions of 1-4 racks, some unmapped bookies) and configuration."""
+    g = random.Random(seed)
+    layout: dict[str, str] = {}
+    for region in range(g.choice([2, 3, 3, 4, 1])):
+        for rack in range(g.choice([1, 1, 2, 3, 4])):
+            for n in range(g.choice([1, 2, 3, 5])):
+                layout[f"r{region}-{rack}-{n}:3181"] = f"/region{region}/rack{rack}"
+    unmapped = [f"u{n}:3181" for n in range(g.choice([0, 0, 0, 1, 2]))]
+    conf = {"minNumRacksPerWriteQuorum": str(g.choice([1, 2, 2, 3]))}
+    if g.random() < 0.4:
+        conf["diskWeightBasedPlacementEnabled"] = "true"
+    if g.random() < 0.4:
+        conf["reppRegionsToWrite"] = ";".join(f"region{r}" for r in range(4))
+        conf["reppMinimumRegionsForDurability"] = str(g.choice([1, 2, 2]))
+    if g.random() < 0.3:
+        conf["enforceMinNumRacksPerWriteQuorum"] = "true"
+    if g.random() < 0.3:
+        conf["networkTopologyStabilizePeriodSeconds"] = "30"
+    if g.random() < 0.2:
+        conf["reppDisallowBookiePlacementInRegionFeatureName"] = "disallow"
+    return layout, unmapped, conf
+
+
+def _build(layout, unmapped, conf, features, clock, fast: bool) -> RegionawarePolicy:
+    policy = create_policy({"ensemblePlacementPolicy": "regionaware", **conf}, resolver=dict(layout), clock=clock,
+                           features=features)
+    policy._fast_allocation = fast and policy._fast_allocation
+    policy.on_cluster_changed([*layout, *unmapped], [])
+    if conf.get("diskWeightBasedPlacementEnabled"):
+        weights = random.Random(len(layout))
+        policy.update_bookie_info({b: BookieInfo(1 << 40, weights.randrange(1, 1 << 40)) for b in [*layout, *unmapped]})
+    return policy
+
+
+@pytest.fixture
+def fast_attempts(monkeypatch):
+    """Counts the fast passes that placed the ensemble and those that gave up."""
+    counts = {"placed": 0, "gave_up": 0}
+    original = RegionawarePolicy._allocate_fast
+
+    def counting(self, *args):
+        outcome = original(self, *args)
+        counts["placed" if outcome is not None else "gave_up"] += 1
+        return outcome
+
+    monkeypatch.setattr(RegionawarePolicy, "_allocate_fast", counting)
+    return counts
+
+
+def test_fast_allocation_decides_as_the_general_loop(fast_attempts):
+    """Random clusters, configurations, exclusions, membership and feature changes: the policy with the
+    fast pass and the one without answer every call identically and leave the generator in the same state."""
+    for seed in range(120):
+        layout, unmapped, conf = _scenario(seed)
+        bookies = [*layout, *unmapped]
+        features_fast: dict[str, int] = {}
+        features_plain: dict[str, int] = {}
+        clock = ManualClock()
+        fast = _build(layout, unmapped, conf, features_fast, clock, True)
+        plain = _build(layout, unmapped, conf, features_plain, clock, False)
+        g = random.Random(1000 + seed)
+        for step in range(30):
+            op = g.random()
+            if op < 0.05 and "reppDisallowBookiePlacementInRegionFeatureName" in conf:
+                name, value = f"region{g.randrange(4)}.disallow", g.choice([0, 1])
+                features_fast[name] = features_plain[name] = value
+            elif op < 0.08:
+                value = g.choice([0, 1])
+                features_fast["repp_disable_durability_enforcement"] = value
+                features_plain["repp_disable_durability_enforcement"] = value
+            elif op < 0.15:
+                writable = [b for b in bookies if g.random() > 0.15]
+                clock.advance(g.choice([0, 10, 40]))
+                for policy in (fast, plain):
+                    policy.on_cluster_changed(writable, [])
+            else:
+                e = g.choice([1, 2, 3, 3, 3, 4, 5, 6])
+                w = g.randint(1, e)
+                a = g.randint(1, w)
+                exclude = g.sample(bookies, min(len(bookies), g.choice([0, 0, 0, 1, 2, 4])))
+                seed_call = g.randrange(1 << 30)
+                rngs = random.Random(seed_call), random.Random(seed_call)
+                got = _outcome(lambda: fast.new_ensemble(e, w, a, None, exclude, rng=rngs[0]))
+                expected = _outcome(lambda: plain.new_ensemble(e, w, a, None, exclude, rng=rngs[1]))
+                assert got == expected, (seed, step)
+                assert rngs[0].random() == rngs[1].random(), (seed, step)   # same number of draws
+                assert fast.last_region_index == plain.last_region_index, (seed, step)
+    # Both sides of the fast pass were exercised.
+    assert fast_attempts["placed"] > 500
+    assert fast_attempts["gave_up"] > 50
+
+
+def test_a_fast_pass_that_gives_up_after_drawing_replays_into_the_loop(fast_attempts):
+    """Every bookie of region b is excluded: the fast pass draws in region a (visited first), finds
+    nothing acceptable in b and gives up; the loop's answer (b shrunk to nothing) is the plain one."""
+    layout = grid({"a": 3, "b": 2, "c": 3}, bookies_per_rack=2)
+    exclude = [b for b, location in layout.items() if location.startswith("/b/")]
+    fast, _ = make_policy(layout)
+    plain, _ = make_policy(layout)
+    plain._fast_allocation = False
+    draws = []
+    original = _ReplayRandom.__init__
+
+    def remember(self, recorded, rng):
+        draws.append(len(recorded))
+        original(self, recorded, rng)
+
+    _ReplayRandom.__init__ = remember
+    try:
+        got = _outcome(lambda: fast.new_ensemble(3, 3, 2, None, exclude, rng=random.Random(7)))
+    finally:
+        _ReplayRandom.__init__ = original
+    expected = _outcome(lambda: plain.new_ensemble(3, 3, 2, None, exclude, rng=random.Random(7)))
+    assert got == expected
+    assert got[0] == "ok" and "region b: could not take 1 more bookie(s) (1 in all)" in got[4]
+    assert fast_attempts == {"placed": 0, "gave_up": 1}
+    assert draws and draws[0] >= 1          # region a had drawn before b gave up
+
+
+def test_replay_answers_the_recorded_draws_then_continues_the_generator():
+    rng = random.Random(42)
+    reference = random.Random(42)
+    recording = _RecordingRandom(rng)
+    first = [recording.random() for _ in range(5)]
+    assert first == [reference.random() for _ in range(5)]
+    assert recording.draws == first
+    replay = _ReplayRandom(recording.draws, rng)
+    assert [replay.random() for _ in range(5)] == first
+    assert replay.left == 0
+    # Then the generator's own sequence, from where the recording left it.
+    assert [replay.random() for _ in range(3)] == [reference.random() for _ in range(3)]
+
+
+# -- caches kept until membership changes ------------------------------------------------------------
+
+
+def _fresh_like(policy: RegionawarePolicy, mapping: dict[str, str], conf: dict[str, str]) -> RegionawarePolicy:
+    """A new policy with the same membership, regions (empty ones too) and round-robin position."""
+    fresh, _ = make_policy(mapping, writable=sorted(policy.known), **conf)
+    for region in policy._regions:
+        fresh._sub_policy(region)
+    fresh.last_region_index = policy.last_region_index
+    return fresh
+
+
+def _assert_decides_like(policy: RegionawarePolicy, fresh: RegionawarePolicy, bookies: list[str]) -> None:
+    assert policy._regions == fresh._regions
+    assert policy.available_regions() == fresh.available_regions()
+    assert policy._populated_regions() == fresh._populated_regions()
+    assert [policy._region_keys[b] for b in bookies] == ["/" + fresh.region_of_bookie(b) for b in bookies]
+    for e, w, a in ((3, 3, 2), (4, 2, 2), (5, 3, 2), (2, 2, 1)):
+        got = _outcome(lambda: policy.new_ensemble(e, w, a, rng=random.Random(e * 10 + w)))
+        expected = _outcome(lambda: fresh.new_ensemble(e, w, a, rng=random.Random(e * 10 + w)))
+        assert got == expected
+        assert policy.last_region_index == fresh.last_region_index
+        if got[0] == "ok":
+            ensemble = got[1]
+            assert policy.is_ensemble_adhering(ensemble, w, a) == fresh.is_ensemble_adhering(ensemble, w, a)
+            victim = ensemble[-1]
+            assert _outcome(lambda: policy.replace_bookie(e, w, a, None, ensemble, victim, rng=random.Random(3))) == \
+                _outcome(lambda: fresh.replace_bookie(e, w, a, None, ensemble, victim, rng=random.Random(3)))
+
+
+@pytest.mark.parametrize("conf", [{}, {"reppRegionsToWrite": "a;b;c;d", "reppMinimumRegionsForDurability": "2"}])
+def test_cached_regions_and_keys_follow_membership_changes(conf):
+    layout = grid({"a": 2, "b": 2, "c": 1}, bookies_per_rack=2)
+    policy, mapping = make_policy(layout, **conf)
+    everyone = [*sorted(layout), "d-0-0:3181", "stranger:3181"]
+    mapping["d-0-0:3181"] = "/d/r0"
+    mapping["stranger:3181"] = "/e/r0"          # never joins: its key is resolved each time
+    _assert_decides_like(policy, _fresh_like(policy, mapping, conf), everyone)
+
+    # Region c empties (its sub-policy stays), a new region d appears.
+    writable = [b for b in layout if not b.startswith("c-")] + ["d-0-0:3181"]
+    policy.on_cluster_changed(writable, [])
+    _assert_decides_like(policy, _fresh_like(policy, mapping, conf), everyone)
+
+    # A rack change moves a bookie from a to the empty region c, another one within b.
+    mapping["a-0-0:3181"] = "/c/r5"
+    mapping["b-1-1:3181"] = "/b/r7"
+    policy.on_bookie_rack_change(["a-0-0:3181", "b-1-1:3181"])
+    policy.check_invariants()
+    assert policy._region_keys["a-0-0:3181"] == "/c"
+    _assert_decides_like(policy, _fresh_like(policy, mapping, conf), everyone)
+
+    # A departure and a rejoin in one snapshot.
+    policy.on_cluster_changed([b for b in writable if b != "b-0-0:3181"] + ["c-0-1:3181"], [])
+    _assert_decides_like(policy, _fresh_like(policy, mapping, conf), everyone)
+
+    # A state import into a new policy.
+    restored, _ = make_policy(mapping, writable=[], **conf)
+    restored.import_state(json.loads(json.dumps(policy.export_state())))
+    restored.check_invariants()
+    _assert_decides_like(restored, _fresh_like(policy, mapping, conf), everyone)
+
+
+# -- replacement ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("enforced", [True, False])
+def test_replacement_checks_the_other_members_only_under_enforcement(enforced):
+    """Three copies in region a with ack quorum 3 break the durability rule: under enforcement the
+    replacement says so and drops the rule for the call; without it there is nothing to say."""
+    layout = {"a1:3181": "/a/r1", "a2:3181": "/a/r2", "a3:3181": "/a/r3", "b1:3181": "/b/r1", "b2:3181": "/b/r2",
+              "c1:3181": "/c/r1"}
+    policy, _ = make_policy(layout, reppRegionsToWrite="a;b;c", reppMinimumRegionsForDurability="2",
+                            reppEnableDurabilityEnforcementInReplace=str(enforced).lower())
+    anomalous = ["a1:3181", "a2:3181", "a3:3181", "b1:3181"]
+    result = policy.replace_bookie(4, 4, 3, None, anomalous, "b1:3181", rng=random.Random(1))
+    noted = any(note.startswith("anomalous ensemble") for note in result.explain["fallbacks"])
+    assert noted is enforced
+    assert result.bookie == "b2:3181"                 # same region, another rack, either way
+    assert result.adherence == Adherence.FAIL         # a still holds three of the four copies
