@@ -305,6 +305,16 @@ class RackWeights:
         values, count, total, zeros, skip, skipped, skip_names, masses = base
         rack_of = self._rack_of
         gone = frozenset(b for b in removed if b in rack_of and rack_of[b] not in skip_names)
+        if not gone:
+            # Nothing removed inside the scope: the scope of `key` alone, built once (kept with `masses`).
+            whole = masses.get(None)
+            if whole is None:
+                whole = masses[None] = self._scope_without(base, gone)
+            return whole
+        return self._scope_without(base, gone)
+
+    def _scope_without(self, base: tuple, gone: frozenset[str]) -> _Scope | None:
+        values, count, total, zeros, skip, skipped, skip_names, masses = base
         if gone:
             out = sorted(self._weight_of[b] for b in gone)
             count -= len(out)
@@ -324,7 +334,10 @@ class RackWeights:
         mass = masses.get(id(layout))
         if mass is None or mass[0] is not layout:
             if len(masses) >= 64:
+                whole = masses.get(None)
                 masses.clear()
+                if whole is not None:
+                    masses[None] = whole
             mass = masses[id(layout)] = (layout, self._mass(layout, skip))
         return _make_scope(self.racks, self._rows, layout, skip, mass[1], cap, zero_mass, count, gone, skipped,
                            self._max_weight)

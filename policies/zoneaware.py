@@ -43,7 +43,7 @@ from .location import (DEFAULT_UPGRADEDOMAIN, DEFAULT_ZONE, DEFAULT_ZONE_AND_UPG
                        is_under, normalize)
 from .rack_weights import RackWeights
 from .resolver import LocationResolver
-from .selection import pick_uniform, pick_uniform_view, pick_weighted
+from .selection import WeightedSelector, pick_uniform, pick_uniform_view, pick_weighted
 from .settings import PlacementSettings
 from .topology import LeafView, NetworkTopology
 
@@ -58,6 +58,8 @@ _ENUMERATE_BELOW = 64
 # Cuts an index keeps (zone-level and upgrade-domain-level; about 1 KB each): more than one 6000-bookie,
 # 100-upgrade-domain cluster's new_ensemble(3, 3, 2) walks through.
 _CUT_CACHE_LIMIT = 4096
+# Weighted selectors an index keeps for enumerated views (at most `_ENUMERATE_BELOW` bookies each).
+_SELECTOR_CACHE_LIMIT = 1024
 UNRESOLVED: ZoneUD = (DEFAULT_ZONE, DEFAULT_UPGRADEDOMAIN)
 
 
@@ -103,7 +105,7 @@ class _ZoneIndex:
     """
 
     __slots__ = ("flat", "racks", "rack_of", "sizes", "default_bookies", "default_racks", "default_size",
-                 "top_racks", "zone_ud_racks", "pairs", "_zone_cuts", "_cached", "first_cuts")
+                 "top_racks", "zone_ud_racks", "pairs", "_zone_cuts", "_cached", "first_cuts", "selectors")
 
     def __init__(self, members: Mapping[str, Sequence[str]]) -> None:
         flat: list[str] = []
@@ -148,6 +150,9 @@ class _ZoneIndex:
         # (ensemble size, write quorum, desired zones, (zone, UD)s of the slots around a position in
         # `_rings` order) -> the cut of `_fill`'s first attempt (see `first_cut`).
         self.first_cuts: dict[tuple, _Cut] = {}
+        # Disk-weighted selectors over enumerated candidates: (weights they were built with, candidates ->
+        # selector); see `ZoneawarePolicy._pick`.
+        self.selectors: tuple[Mapping[str, int] | None, dict[tuple[str, ...], WeightedSelector]] = (None, {})
 
     def gaps(self, cut: Iterable[int]) -> list[tuple[int, int]]:
         """Ranges of the flat list outside the racks `cut` (racks are contiguous and in order)."""
@@ -637,8 +642,25 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         """
         if self.settings.disk_weighted:
             if index is None or len(view) <= _ENUMERATE_BELOW:
-                candidates = [b for b in view if b not in excluded]
-                bookie = pick_weighted(rng, candidates, self.weights, self.settings.max_weight_multiple)
+                candidates = tuple([b for b in view if b not in excluded])
+                if index is None:
+                    bookie = pick_weighted(rng, candidates, self.weights, self.settings.max_weight_multiple)
+                else:
+                    # `pick_weighted`'s fresh selector, kept per candidates by the index (rebuilt on every
+                    # membership change) while the weights mapping stays the same object (replaced by
+                    # `update_bookie_info` and `import_state`; edited in place only by joins and departures).
+                    weights = self.weights
+                    known, selectors = index.selectors
+                    if known is not weights:
+                        selectors = {}
+                        index.selectors = (weights, selectors)
+                    selector = selectors.get(candidates)
+                    if selector is None:
+                        if len(selectors) >= _SELECTOR_CACHE_LIMIT:
+                            selectors.clear()
+                        selector = selectors[candidates] = WeightedSelector(
+                            candidates, weights, self.settings.max_weight_multiple)
+                    bookie = selector.pick(rng)
             else:
                 sampler = self._weighted_sampler(index)
                 scope = sampler.scope_without(cut, excluded)

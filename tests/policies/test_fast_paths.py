@@ -538,3 +538,29 @@ def test_rack_fast_paths_follow_membership_rack_and_weight_changes(weighted):
     free = {b: 10 + (13 * i) % 700 for i, b in enumerate(sorted(mapping))}
     warm.update_bookie_info({b: BookieInfo(10**6, free.get(b, 0)) for b in writable})
     assert rack_calls(warm) == rack_calls(fresh(writable))
+
+
+def test_scopes_without_removed_bookies_are_built_once_and_draw_as_fresh_ones():
+    """`scope_without` with nothing removed inside the scope returns one kept scope per excluded racks,
+    which draws exactly as the scope of a freshly built sampler (removals inside the scope in between
+    do not disturb it)."""
+    flat, flat_racks, ranges = make_index([3, 2, 4, 1, 2])
+    rng = random.Random(21)
+    weights = {b: rng.choice(WEIGHTS) for b in flat}
+    sampler = RackWeights((flat, flat_racks, ranges), weights, 2)
+    racks = sorted(ranges)
+    for size in range(len(racks) + 1):
+        for excluded in itertools.combinations(racks, size):
+            inside_cut = [b for b, r in zip(flat, flat_racks) if r in excluded]
+            kept = sampler.scope_without(list(excluded), inside_cut)
+            outside = [b for b, r in zip(flat, flat_racks) if r not in excluded]
+            sampler.scope_without(list(excluded), outside[:1])
+            assert sampler.scope_without(list(excluded), ()) is kept
+            fresh = RackWeights((flat, flat_racks, ranges), weights, 2).scope_without(list(excluded), ())
+            if fresh is None:
+                assert kept is None
+                continue
+            ours, theirs = random.Random(size), random.Random(size)
+            assert [sampler._draw(kept, ours) for _ in range(100)] == [sampler._draw(fresh, theirs)
+                                                                       for _ in range(100)]
+            assert sampler.probabilities(kept) == sampler.probabilities(fresh)
