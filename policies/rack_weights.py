@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import random
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 _INF = float("inf")
@@ -463,6 +463,24 @@ class RackWeights:
             bookie = self._draw(scope, rng)
             if accept(bookie):
                 return bookie
+        return self._pick_enumerated(scope, rng, accept)
+
+    def pick_excluding(self, scope: _Scope | None, rng: random.Random, excluded: Container[str],
+                       tries: int = 32) -> str | None:
+        """`pick(scope, rng, lambda b: b not in excluded, tries)`: the same draws, without the closure."""
+        if scope is None:
+            return None
+        removed = scope.removed
+        draw = self._draw
+        for _ in range(min(tries, 2 * tuple.__getitem__(scope, 4))):
+            bookie = draw(scope, rng)
+            if bookie not in excluded and bookie not in removed:
+                return bookie
+        return self._pick_enumerated(scope, rng, lambda b: b not in removed and b not in excluded)
+
+    def _pick_enumerated(self, scope: _Scope, rng: random.Random, accept: Callable[[str], bool]) -> str | None:
+        """`pick`'s last resort: one draw from the masses of the acceptable leaves (`accept` also refuses
+        the scope's removed bookies)."""
         acceptable = [(b, m) for b, m in self._capped(scope) if accept(b)]
         if not acceptable:
             return None

@@ -340,9 +340,14 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                    ensemble: Any, rng: random.Random) -> str | None:
         """A random acceptable leaf (uniform, or by capped weight) or None; nothing recorded."""
         if predicate is None:
-            if not self.settings.disk_weighted and type(leaves) is LeafView:
-                # `pick_uniform(rng, leaves, accept)` without the closure: the same draws.
-                return pick_uniform_view(rng, leaves, exclude) if len(leaves) else None
+            if not self.settings.disk_weighted:
+                if type(leaves) is LeafView:
+                    # `pick_uniform(rng, leaves, accept)` without the closure: the same draws.
+                    return pick_uniform_view(rng, leaves, exclude) if len(leaves) else None
+            elif type(key) is str and key in self._index()[2]:
+                # `_weighted_pick` of one rack, without the closure: the same draws.
+                sampler = self._sampler()
+                return sampler.pick_excluding(sampler.scope_rack(key), rng, exclude)
 
             def accept(bookie: str) -> bool:
                 return bookie not in exclude

@@ -564,3 +564,20 @@ def test_scopes_without_removed_bookies_are_built_once_and_draw_as_fresh_ones():
             assert [sampler._draw(kept, ours) for _ in range(100)] == [sampler._draw(fresh, theirs)
                                                                        for _ in range(100)]
             assert sampler.probabilities(kept) == sampler.probabilities(fresh)
+
+
+def test_weighted_picks_with_an_exclusion_set_are_the_picks_with_a_predicate():
+    """`pick_excluding(scope, rng, excluded)` == `pick(scope, rng, lambda b: b not in excluded)`: same leaf,
+    same generator state, from no exclusion to every leaf excluded (the enumerated last resort), in scopes
+    with and without removed bookies."""
+    flat, flat_racks, ranges = make_index([3, 2, 4, 1])
+    rng = random.Random(33)
+    sampler = RackWeights((flat, flat_racks, ranges), {b: rng.choice(WEIGHTS) for b in flat}, 2)
+    scopes = [sampler.scope_excluding(()), sampler.scope_rack("/r02"), sampler.scope_without(["/r01"], flat[:2])]
+    for seed in range(300):
+        excluded = set(random.Random(seed + 1).sample(flat, seed % (len(flat) + 1)))
+        for scope in scopes:
+            ours, theirs = random.Random(seed), random.Random(seed)
+            assert sampler.pick_excluding(scope, ours, excluded) == sampler.pick(scope, theirs,
+                                                                                 lambda b: b not in excluded)
+            assert ours.getstate() == theirs.getstate()
