@@ -942,7 +942,12 @@ class ZoneawarePolicy(TopologyAwarePolicy):
             explain = self._explain(notes + fill.fallbacks, exclude, index, fill.steps, others)
         ensemble = list(current)
         ensemble[position] = bookie
-        adherence = self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum)
+        if self.strict and len(ensemble) % write_quorum == 0 and write_quorum > self.min_zones:
+            # `is_ensemble_adhering` past its size checks, on the (zone, UD)s the fill already holds
+            # (the replacement's is its index rack's, which is the one `zone_of` gives).
+            adherence = self._adherence(fill.slots, write_quorum)
+        else:
+            adherence = self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum)
         return PlacementResult(ensemble if had_ensemble else [bookie], adherence, bookie=bookie,
                                explain=explain)
 

@@ -377,11 +377,14 @@ def zone_calls(policy, seeds=range(40)):
             except NotEnoughBookiesError as exc:
                 out.append(("failed", exc.explain))
         members = sorted(policy.known)[:3]
-        try:
-            result = policy.replace_bookie(3, 3, 2, None, members, members[1], rng=random.Random(seed))
-            out.append((result.ensemble, result.adherence, result.explain))
-        except NotEnoughBookiesError as exc:
-            out.append(("failed", exc.explain))
+        for size, quorum, current in ((3, 3, members), (6, 3, sorted(policy.known)[-6:]), (4, 2, members[:2] * 2)):
+            try:
+                result = policy.replace_bookie(size, quorum, 2, None, current, current[1], rng=random.Random(seed))
+                # the replacement's adherence (judged on the fill's zones) is the ensemble's
+                assert result.adherence == policy.is_ensemble_adhering(result.ensemble, quorum, 2)
+                out.append((result.ensemble, result.adherence, result.explain))
+            except NotEnoughBookiesError as exc:
+                out.append(("failed", exc.explain))
     return out
 
 
