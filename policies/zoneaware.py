@@ -717,8 +717,8 @@ class ZoneawarePolicy(TopologyAwarePolicy):
                 if not mask[r]:
                     outside -= 1
             if outside > 0:
-                fill.steps.append({"step": POSITIONS[position] if position < len(POSITIONS) else position_name(position),
-                                   "scope": _SCOPE_DESIRED, "candidates": outside})
+                step = POSITIONS[position] if position < len(POSITIONS) else position_name(position)
+                fill.steps.append({"step": step, "scope": _SCOPE_DESIRED, "candidates": outside})
                 if self.settings.disk_weighted:
                     return self._take(fill, position, index, cut)
                 # `_take` and `fill.take`, inline (the hot path).
