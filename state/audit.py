@@ -697,16 +697,21 @@ class LedgerAudit:
         extra = state.get("extra", {})
         entries = self.entries
         strict = Adherence.MEETS_STRICT.name
+        extra_rows = {int(row): more for row, more in extra.items()}
+        ensembles: dict[tuple[int, ...], tuple[str, ...]] = {}   # ledgers on the same bookies share one tuple
+        new_entry = _new_entry
         offset = 0
         for row, (key, ledger_id, request_id, size, quorums, seen_ms) in enumerate(zip(
                 state.get("keys", ()), state.get("ledger_ids", ()), state.get("request_ids", ()),
                 state.get("sizes", ()), state.get("quorums", ()), state.get("seen_ms", ()))):
-            ensemble = tuple(map(bookies.__getitem__, members[offset:offset + size]))
+            numbers = tuple(members[offset:offset + size])
             offset += size
-            entry = AuditEntry(key=key, ledger_id=ledger_id, request_id=request_id, ensemble=ensemble,
-                               write_quorum=quorums // 1024, ack_quorum=quorums % 1024, seen_ms=seen_ms,
-                               adhering=True, adherence=strict)
-            more = extra.get(str(row))
+            ensemble = ensembles.get(numbers)
+            if ensemble is None:
+                ensemble = ensembles[numbers] = tuple(map(bookies.__getitem__, numbers))
+            entry = new_entry(key, ledger_id, request_id, ensemble, quorums // 1024, quorums % 1024, seen_ms,
+                              (), (), True, strict, False, {})
+            more = extra_rows.get(row)
             if more is not None:
                 relaxed, entry.adhering, entry.adherence, entry.fix_known, opened = more[:5]
                 if len(more) > 5:

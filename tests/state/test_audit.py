@@ -207,6 +207,18 @@ def test_export_and_import_round_trip_keeps_order_index_and_open_alerts():
     assert copy.open_alerts() == audit.open_alerts() != {}
 
 
+def test_a_round_trip_keeps_each_ledgers_own_ensemble_order_when_ledgers_share_bookies():
+    runner = cluster()
+    audit = audit_of()
+    remember(audit, runner, 1, [A1, B1, C1])
+    remember(audit, runner, 2, [C1, B1, A1], t=1)
+    remember(audit, runner, 3, [A1, B1, C1], t=2)
+    copy = audit_of()
+    copy.import_state(audit.export_state())
+    assert [entry.ensemble for entry in copy.entries.values()] == [(A1, B1, C1), (C1, B1, A1), (A1, B1, C1)]
+    assert copy.export_state() == audit.export_state()
+
+
 def test_the_same_input_gives_the_same_alert_ids():
     def run():
         runner = cluster()
