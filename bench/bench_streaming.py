@@ -202,6 +202,16 @@ def _progress(query) -> list:
     return [json.loads(p.json) if hasattr(p, "json") else dict(p) for p in query.recentProgress]
 
 
+def _last_batch_id(query) -> int:
+    return max((p.get("batchId", -1) for p in _progress(query)), default=-1)
+
+
+def _progress_after(query, batch_id: int) -> list:
+    """Progress of the batches after `batch_id` (recentProgress keeps only the last 100 batches, so
+    positions in it shift once the query has run that many)."""
+    return [p for p in _progress(query) if p.get("batchId", -1) > batch_id]
+
+
 def settle(query, timeout_s: float = 60.0) -> None:
     """Wait until the query has no batch running (so its last batch is in recentProgress)."""
     deadline = time.monotonic() + timeout_s
@@ -216,7 +226,7 @@ def latency_phase(query, producer, reader, memory, topics, names, members, rng, 
     """Produce `rate` requests/s for `args.duration` s; latency of each from produce time to its decision."""
     clusters = len(names)
     load = common.load_average()
-    batch_before = len(_progress(query))
+    batch_before = _last_batch_id(query)
     cpu_before = memory.cpu_now()
     ids = set()
     sent_ns: dict[bytes, int] = {}
@@ -256,7 +266,7 @@ def latency_phase(query, producer, reader, memory, topics, names, members, rng, 
             "max_ms": max(latencies) if latencies else float("nan"),
             "p50_read_ms": common.percentile(read_latencies, 50),
             "p99_read_ms": common.percentile(read_latencies, 99),
-            "batches": batch_profile(_progress(query)[batch_before:]), "cpu": cpu,
+            "batches": batch_profile(_progress_after(query, batch_before)), "cpu": cpu,
             "load": [load[0], common.load_average()[0]]}
 
 
@@ -323,7 +333,7 @@ def run_scenario(spark, bootstrap: str, pipeline: str, clusters: int, args, work
 
         # 2. throughput on a backlog
         load = common.load_average()
-        batch_before = len(_progress(query))
+        batch_before = _last_batch_id(query)
         cpu_before = memory.cpu_now()
         ids = set()
         started_ns = time.time_ns()
@@ -342,7 +352,7 @@ def run_scenario(spark, bootstrap: str, pipeline: str, clusters: int, args, work
             stamps = [reader.first_ts[i] for i in ids if i in reader.first_ts]
         elapsed = (max(stamps) - started_ns / 1e6) / 1000 if stamps else float("nan")
         settle(query)
-        batches = batch_profile(_progress(query)[batch_before:])
+        batches = batch_profile(_progress_after(query, batch_before))
         cpu = common.cpu_between(cpu_before, memory.cpu_now())
         result["throughput"] = {"backlog": args.backlog, "answered": len(stamps), "complete": complete,
                                 "produce_s": produced_s, "elapsed_s": elapsed,
