@@ -23,7 +23,7 @@ share the region bookkeeping; splitting them would only move private state acros
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from . import read_order
@@ -58,6 +58,23 @@ def region_of_location(location: str) -> str:
     if len(parts) <= 1 or not parts[1]:
         return UNKNOWN_REGION
     return parts[1]
+
+
+def _round_robin(available: list[str], start: int, local_index: int,
+                 local_region: str) -> Iterator[tuple[str, int]]:
+    """Regions in the order one allocation pass visits them (spec, region-aware `newEnsemble`): the
+    local region first when it is available (`local_index` >= 0), then the others round robin from
+    `start`, skipping the local one. Yields each region with the index after it (the next pass's
+    `lastRegionIndex` when the region takes bookies)."""
+    n = len(available)
+    region = local_region
+    for visit in range(n):
+        if visit > 0 or local_index == -1:
+            if start % n == local_index:
+                start += 1
+            region = available[start % n]
+            start += 1
+        yield region, start
 
 
 def _round_half_up_ratio(numerator: int, denominator: int) -> int:
@@ -614,14 +631,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
             coverage = self._region_coverage(ensemble_size, write_quorum, ack_quorum, min_regions)
             before = remaining_e
             to_allocate = n - len(maxed)
-            start = self.last_region_index % n
-            region = self.local_region
-            for visit in range(n):
-                if visit > 0 or local_index == -1:
-                    if start % n == local_index:
-                        start += 1
-                    region = available[start % n]
-                    start += 1
+            for region, start in _round_robin(available, self.last_region_index % n, local_index, self.local_region):
                 had_e, had_w = allocation[region]
                 sub = self.sub_policies[region]
                 if region not in maxed:
@@ -692,18 +702,11 @@ class RegionawarePolicy(TopologyAwarePolicy):
         coverage = self._region_coverage(ensemble_size, write_quorum, ack_quorum, min_regions)
         remaining_e, remaining_w = ensemble_size, write_quorum
         to_allocate = n
-        start = self.last_region_index % n
-        region = local_region
         allocation: dict[str, int] = {}
         notes: dict[str, list[str]] = {}
         steps: list[dict[str, Any]] = []
         last_index = -1
-        for visit in range(n):
-            if visit > 0 or local_index == -1:
-                if start % n == local_index:
-                    start += 1
-                region = available[start % n]
-                start += 1
+        for region, start in _round_robin(available, self.last_region_index % n, local_index, local_region):
             add = min(remaining_e, -(-remaining_e // to_allocate))
             if add <= 0:
                 continue  # the loop marks the region maximal; it holds nothing, so nothing else happens
