@@ -21,6 +21,9 @@ model (its policy's caches warm) only when the blob Spark hands back is byte-for
 otherwise (another worker stepped the group since, a batch re-run after a failure reads an older
 state, a fresh checkpoint) it is loaded from the blob as before. The blob is still written every
 batch, so recovery never depends on the cache, and outputs are the same with or without it.
+Spark hands a group to whichever Python worker is idle, so the cache pays off only when the same
+worker gets the group again: in `run` most batches load the blob (measured in docs/performance.md,
+fourth pass).
 """
 
 from __future__ import annotations
