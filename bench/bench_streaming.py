@@ -178,6 +178,21 @@ def _produce(producer, topic: str, key: str, value: str) -> None:
             producer.poll(0.05)
 
 
+def _produce_requests(producer, topic: str, names: list[str], members: list[str], rng, count: int,
+                      prefix: str) -> set[bytes]:
+    """Produce `count` requests round-robin over the clusters (ids `<prefix><n>`), flushed; returns their ids."""
+    ids = set()
+    for n in range(count):
+        cluster = names[n % len(names)]
+        rid = f"{prefix}{n}"
+        ids.add(rid.encode())
+        _produce(producer, topic, cluster, _request_line(cluster, n, rid, members, rng))
+        if n % 5000 == 0:
+            producer.poll(0)
+    producer.flush(60)
+    return ids
+
+
 def _request_line(cluster: str, n: int, rid: str, members: list[str], rng) -> str:
     record = common.request(cluster, n, int(time.time() * 1000), members, rng, request_id=rid)
     return json.dumps(record, separators=(",", ":"))
@@ -308,22 +323,11 @@ def run_scenario(spark, bootstrap: str, pipeline: str, clusters: int, args, work
     try:
         # 1. warm-up
         started = time.perf_counter()
-        warm = set()
-        for n, cluster in enumerate(names):
-            rid = f"W{n}"
-            warm.add(rid.encode())
-            _produce(producer, topics["requests"], cluster, _request_line(cluster, n, rid, members, rng))
-        producer.flush(30)
+        warm = _produce_requests(producer, topics["requests"], names, members, rng, len(names), "W")
         if not reader.wait_for(warm, args.drain_timeout):
             raise RuntimeError(f"{name}: warm-up decisions did not arrive within {args.drain_timeout} s; "
                                f"query status {query.status}, exception {query.exception()}")
-        warm = set()
-        for n in range(args.warmup):
-            cluster = names[n % clusters]
-            rid = f"V{n}"
-            warm.add(rid.encode())
-            _produce(producer, topics["requests"], cluster, _request_line(cluster, n, rid, members, rng))
-        producer.flush(60)
+        warm = _produce_requests(producer, topics["requests"], names, members, rng, args.warmup, "V")
         if not reader.wait_for(warm, args.drain_timeout + args.warmup / 500):
             raise RuntimeError(f"{name}: the {args.warmup:,} warm-up requests were not all answered; "
                                f"query status {query.status}, exception {query.exception()}")
@@ -335,17 +339,9 @@ def run_scenario(spark, bootstrap: str, pipeline: str, clusters: int, args, work
         load = common.load_average()
         batch_before = _last_batch_id(query)
         cpu_before = memory.cpu_now()
-        ids = set()
         started_ns = time.time_ns()
         started = time.perf_counter()
-        for n in range(args.backlog):
-            cluster = names[n % clusters]
-            rid = f"B{n}"
-            ids.add(rid.encode())
-            _produce(producer, topics["requests"], cluster, _request_line(cluster, n, rid, members, rng))
-            if n % 5000 == 0:
-                producer.poll(0)
-        producer.flush(60)
+        ids = _produce_requests(producer, topics["requests"], names, members, rng, args.backlog, "B")
         produced_s = time.perf_counter() - started
         complete = reader.wait_for(ids, args.drain_timeout + args.backlog / 500)
         with reader._lock:  # noqa: SLF001
