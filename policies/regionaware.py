@@ -42,8 +42,6 @@ POLICY_NAME = "regionaware"
 _LOCAL_RACK_NOTE = "position 0: no eligible bookie in the local rack"
 # The rack-aware engine's note for a region with fewer than two racks (its random path, spec rackaware §4.4).
 _FEWER_RACKS_NOTE = "fewer than 2 racks: random selection"
-# "<n> bookie(s)", the scope of an allocation step, built once per n.
-_SHARE_SCOPES: dict[int, str] = {}
 
 
 def region_of_location(location: str) -> str:
@@ -80,16 +78,6 @@ def _round_robin(available: list[str], start: int, local_index: int,
 def _round_half_up_ratio(numerator: int, denominator: int) -> int:
     """Java `Math.round(numerator / denominator)` for non-negative integers, exactly (floor(x + 0.5))."""
     return (2 * numerator + denominator) // (2 * denominator)
-
-
-def _share_scope(bookies: int) -> str:
-    """The `scope` text of an allocation step taking `bookies` bookies (`"<n> bookie(s)"`)."""
-    scope = _SHARE_SCOPES.get(bookies)
-    if scope is None:
-        scope = f"{bookies} bookie(s)"
-        if len(_SHARE_SCOPES) < 256:
-            _SHARE_SCOPES[bookies] = scope
-    return scope
 
 
 class _RecordingRandom:
@@ -185,9 +173,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
         self.last_region_index = 0
         self.slow_bookies = read_order.SlowBookieCache(settings.failure_history_expiration_ms / 1000.0)
         self._now: float | None = None
-        # Sorted names of `sub_policies` (regions are only ever added) and each region's step name.
+        # Sorted names of `sub_policies` (regions are only ever added).
         self._regions: tuple[str, ...] = ()
-        self._step_names: dict[str, str] = {}
         # Regions holding a known bookie, in name order (None: recount); every membership change resets it.
         self._populated: tuple[str, ...] | None = None
         # bookie -> region key of the coverage ensembles (`_region_key`), filled on use; reset with `_populated`.
@@ -228,7 +215,6 @@ class RegionawarePolicy(TopologyAwarePolicy):
                                   default_location=self.default_location, enforce_durability=enforce)
             self.sub_policies[region] = sub
             self._regions = tuple(sorted(self.sub_policies))
-            self._step_names[region] = f"region {region}"
             self._membership_changed()
         return sub
 
@@ -247,8 +233,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
 
     def _populated_regions(self) -> int:
         """How many regions hold at least one known bookie."""
-        populated = self._populated
-        return len(populated if populated is not None else self._populated_region_names())
+        return len(self._populated_region_names())
 
     def region_of_bookie(self, bookie: str) -> str:
         """A known bookie's cached region, else the region of its freshly resolved location."""
@@ -297,9 +282,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         # BK bug fixed (spec region-zone-isolation.md App. A #10): Java visits regions in `HashMap` order;
         # sorted region names make the same input give the same ensemble everywhere.
         off = self.disallowed_regions() if disallowed is None else disallowed
-        populated = self._populated
-        if populated is None:
-            populated = self._populated_region_names()
+        populated = self._populated_region_names()
         if not off:
             return list(populated)
         off = set(off)
@@ -696,7 +679,6 @@ class RegionawarePolicy(TopologyAwarePolicy):
         """
         n = len(available)
         subs = self.sub_policies
-        step_names = self._step_names
         local_region = self.local_region
         local_index = available.index(local_region) if local_region in available else -1
         coverage = self._region_coverage(ensemble_size, write_quorum, ack_quorum, min_regions)
@@ -712,7 +694,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
                 continue  # the loop marks the region maximal; it holds nothing, so nothing else happens
             add_w = max(1, min(remaining_w, _round_half_up_ratio(write_quorum * add, ensemble_size)))
             sub = subs[region]
-            steps.append({"step": step_names[region], "scope": _share_scope(add),
+            steps.append({"step": f"region {region}", "scope": f"{add} bookie(s)",
                           "candidates": len(sub.known) - per_region.get(region, 0),
                           "racks": sub.topology.num_racks})
             placed = self._place_share(sub, add, add_w, excluded, coverage, rng)
