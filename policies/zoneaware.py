@@ -379,6 +379,16 @@ class _Fill:
                 outside -= 1
         return outside
 
+    def outside(self, cut: _Cut) -> int:
+        """`available` for a cached cut: bookies outside its racks that are not excluded (its byte mask
+        answers each excluded bookie's rack). Cost: O(excluded bookies)."""
+        outside = len(self.index.flat) - cut.size
+        mask = cut.mask
+        for r in self.excluded_racks:
+            if not mask[r]:
+                outside -= 1
+        return outside
+
     def widen(self, cut: set[int], cut_size: int, racks: Iterable[int]) -> int:
         """Add `racks` to `cut` (in place); return the new number of bookies in it."""
         sizes = self.index.sizes
@@ -710,30 +720,11 @@ class ZoneawarePolicy(TopologyAwarePolicy):
                     (size, write_quorum, desired, around),
                     frozenset([slots[s][0] for s in neighbours if slots[s] is not None]),  # type: ignore[index]
                     frozenset([located for located in around if located is not None]))
-            outside = len(index.flat) - cut.size
-            mask = cut.mask
-            excluded_racks = fill.excluded_racks
-            for r in excluded_racks:
-                if not mask[r]:
-                    outside -= 1
+            outside = fill.outside(cut)
             if outside > 0:
                 step = POSITIONS[position] if position < len(POSITIONS) else position_name(position)
                 fill.steps.append({"step": step, "scope": _SCOPE_DESIRED, "candidates": outside})
-                if self.settings.disk_weighted:
-                    return self._take(fill, position, index, cut)
-                # `_take` and `fill.take`, inline (the hot path).
-                view = cut.view
-                if view is None:
-                    view = index.view(cut)
-                excluded = fill.excluded
-                bookie = pick_uniform_view(fill.rng, view, excluded)
-                assert bookie is not None  # counted above
-                rack = index.rack_of[bookie]
-                fill.ensemble[position] = bookie
-                slots[position] = index.pairs[rack]
-                excluded.add(bookie)
-                excluded_racks.append(rack)
-                return bookie
+                return self._take(fill, position, index, cut)
         cut = None
         scope = _SCOPE_DESIRED
         # 1. keep the zones of the D-1 nearest neighbours on each side distinct, then fewer, down to
@@ -828,14 +819,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         index = fill.index
         base = index.zone_cut(zones)
         racks = base.racks
-        excluded_racks = fill.excluded_racks
-        total = len(index.flat)
-        outside = total - base.size
-        mask = base.mask
-        for r in excluded_racks:
-            if not mask[r]:
-                outside -= 1
-        if outside == 0:
+        if fill.outside(base) == 0:
             return None
         fill.shared_ud = False
         slots = fill.slots
@@ -844,11 +828,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         cut = base.after.get(used)
         if cut is None:
             cut = index.ud_cut(base, used)
-        outside = total - cut.size
-        mask = cut.mask
-        for r in excluded_racks:
-            if not mask[r]:
-                outside -= 1
+        outside = fill.outside(cut)
         if outside > 0:
             fill.available_last = outside
             return cut
