@@ -810,8 +810,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             start, end = ranges[rack]
             size -= end - start
             racks_in -= 1
-            after = scope.after.get(rack, False)   # `scope_after`, inline: one lookup once known
-            scope = after if after is not False else sampler.scope_after(scope, rack, used)
+            scope = sampler.scope_after(scope, rack, used)
         return chosen
 
     def _fast_adherence(self, chosen: list[str], write_quorum: int, ack_quorum: int) -> Adherence:
