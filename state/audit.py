@@ -52,11 +52,9 @@ topology version and the trigger.
 from __future__ import annotations
 
 import bisect
-import json
 import random
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from events.model import positional_builder
@@ -64,6 +62,7 @@ from policies import Adherence, PlacementError
 
 from . import outputs
 from .outputs import Output, jsonable
+from .registry import AuditEntry, LedgerRegistry, canonical_rule, new_entry
 from .seeding import seeded_random
 
 ALERT_LEDGER_NOT_ADHERING = "placement.ledger.not_adhering"
@@ -72,9 +71,6 @@ RESOLVED_SUFFIX = ".resolved"
 LEDGER_ALERT_TYPES = (ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE)
 
 _STRICT = Adherence.MEETS_STRICT.name
-#: Prefix of the `relaxed` notes in which snapshots written before `AuditEntry.rules` existed kept the
-#: machine-readable relaxations; `import_state` moves them into `rules`.
-_LEGACY_RULE_NOTE = "rule "
 
 #: Ledgers waiting for a fix examined per improving change (the rest wait for the next change).
 READHERE_BUDGET = 512
@@ -115,35 +111,6 @@ class Verdict:
 _new_verdict = positional_builder(Verdict)
 
 
-@dataclass(slots=True)
-class AuditEntry:
-    """What the audit remembers of one ledger (mutable: owned by its `LedgerAudit` only).
-
-    `relaxed` holds sentences for people (why the placement was relaxed); `rules` the machine-readable
-    relaxations of the decision's `explain.relaxed` (`{"rule": "isolation" | "racks" | "regions" |
-    "zones", ...}`, see `relaxation_rules`) that the ensemble still depends on. The rule mappings are
-    private JSON-ready copies, shared with nobody; treat them as read-only.
-    """
-
-    key: str
-    ledger_id: int | None
-    request_id: str
-    ensemble: tuple[str, ...]
-    write_quorum: int
-    ack_quorum: int
-    seen_ms: int
-    relaxed: tuple[str, ...] = ()          # human-readable sentences (alerts' `data.relaxed`)
-    rules: tuple[Mapping[str, Any], ...] = ()   # `explain.relaxed` tags still depended on (read-only)
-    adhering: bool | None = None          # last settled verdict; None: never settled
-    adherence: str | None = None
-    fix_known: bool = False               # an open alert already carries a possible fix
-    open: dict[str, str] = field(default_factory=dict)  # alert type -> id of the opening alert
-
-
-# `AuditEntry(...)` with every field given in order (`remember`'s fast path builds one per placement).
-_new_entry = positional_builder(AuditEntry)
-
-
 def ledger_key(ledger_id: int | None, request_id: str) -> str:
     """The registry key and alert subject of a ledger."""
     return f"ledger/{ledger_id}" if ledger_id is not None else f"request/{request_id}"
@@ -169,32 +136,8 @@ def relaxation_rules(explain: Mapping[str, Any] | None) -> tuple[dict[str, Any],
     rules = []
     for rule in (explain or {}).get("relaxed", ()) or ():
         if isinstance(rule, Mapping) and isinstance(rule.get("rule"), str):
-            rules.append(_canonical(rule))
+            rules.append(canonical_rule(rule))
     return tuple(rules)
-
-
-def _canonical(rule: Mapping[str, Any]) -> dict[str, Any]:
-    """A deep, JSON-ready copy with sorted keys (so equal rules compare and export alike)."""
-    copied = jsonable(rule)
-    return {key: copied[key] for key in sorted(copied)}
-
-
-def _split_legacy_notes(notes: Iterable[str]) -> tuple[tuple[str, ...], tuple[dict[str, Any], ...]]:
-    """Notes of a snapshot written before `AuditEntry.rules`: (sentences, rules parsed from the
-    `rule {json}` notes). An unreadable rule note is dropped. Cost: O(notes)."""
-    sentences: list[str] = []
-    rules: list[dict[str, Any]] = []
-    for note in notes:
-        if note.startswith(_LEGACY_RULE_NOTE):
-            try:
-                rule = json.loads(note[len(_LEGACY_RULE_NOTE):])
-            except ValueError:
-                continue
-            if isinstance(rule, dict) and isinstance(rule.get("rule"), str):
-                rules.append(_canonical(rule))
-        else:
-            sentences.append(note)
-    return tuple(sentences), tuple(rules)
 
 
 class LedgerAudit:
@@ -212,11 +155,9 @@ class LedgerAudit:
         self.max_ledgers = max_ledgers
         self.ttl_ms = ttl_ms
         self.seed = seed
-        self.entries: OrderedDict[str, AuditEntry] = OrderedDict()   # least recently seen first
-        self.by_bookie: dict[str, set[str]] = {}
+        self.entries = LedgerRegistry()    # least recently seen first, indexed by bookie
         self.waiting: set[str] = set()     # not adhering (or MEETS_SOFT) and no fix reported yet
         self.cursor = ""                   # where the last bounded pass over `waiting` stopped
-        self.indexed = True                # `by_bookie` is built (it is rebuilt lazily after an import)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -236,7 +177,8 @@ class LedgerAudit:
         """
         entries = self.entries
         # `expire` does something only when the least recently seen ledger is out of the TTL.
-        if entries and next(iter(entries.values())).seen_ms <= time_ms - self.ttl_ms:
+        oldest = entries.oldest_seen_ms()
+        if oldest is not None and oldest <= time_ms - self.ttl_ms:
             produced = self.expire(time_ms, view.version)
         else:
             produced = []
@@ -252,20 +194,12 @@ class LedgerAudit:
             # problem (every member writable and placed, none pending), so the ledger adheres and
             # waits for nothing.
             if entry is None:
-                entries[key] = _new_entry(key, ledger_id, request_id, members, write_quorum, ack_quorum, time_ms,
-                                          (), (), True, _STRICT, False, {})
-                if self.indexed:
-                    index = self.by_bookie
-                    for bookie in members:
-                        try:
-                            index[bookie].add(key)
-                        except KeyError:
-                            index[bookie] = {key}
+                entries.add(new_entry(key, ledger_id, request_id, members, write_quorum, ack_quorum, time_ms,
+                                      (), (), True, _STRICT, False, {}))
             else:
-                self._index(key, members, entry.ensemble)
-                entry.ensemble, entry.request_id = members, request_id
+                entries.refresh(entry, members)
+                entry.request_id = request_id
                 entry.write_quorum, entry.ack_quorum, entry.seen_ms = write_quorum, ack_quorum, time_ms
-                entries.move_to_end(key)
                 entry.relaxed, entry.rules, entry.fix_known = (), (), False
                 entry.adhering, entry.adherence = True, _STRICT
                 if entry.open:
@@ -278,13 +212,11 @@ class LedgerAudit:
         if entry is None:
             entry = AuditEntry(key=key, ledger_id=ledger_id, request_id=request_id, ensemble=members,
                                write_quorum=write_quorum, ack_quorum=ack_quorum, seen_ms=time_ms)
-            entries[key] = entry
-            self._index(key, members, ())
+            entries.add(entry)
         else:
-            self._index(key, members, entry.ensemble)
-            entry.ensemble, entry.request_id = members, request_id
+            entries.refresh(entry, members)
+            entry.request_id = request_id
             entry.write_quorum, entry.ack_quorum, entry.seen_ms = write_quorum, ack_quorum, time_ms
-            self.entries.move_to_end(key)
         entry.relaxed = relaxed_notes(adherence, explain)
         entry.rules = relaxation_rules(explain)
         entry.fix_known = False
@@ -302,7 +234,7 @@ class LedgerAudit:
     def _trim(self, time_ms: int, version: int) -> list[Output]:
         produced: list[Output] = []
         while len(self.entries) > self.max_ledgers:
-            oldest = next(iter(self.entries.values()))
+            oldest = self.entries.oldest()
             produced += self._forget(oldest, time_ms, version,
                                      f"forgotten: more than engine.audit.maxLedgers={self.max_ledgers} ledgers")
         return produced
@@ -338,16 +270,15 @@ class LedgerAudit:
         produced = self.expire(time_ms, view.version)
         if not self.entries:
             return produced
-        self.build_index()
         if wide:
-            keys = sorted(self.entries)
+            keys = sorted(self.entries.keys())
             done = set(keys)
         else:
             found: set[str] = set()
             unsettled: set[str] = set()
-            index, pending = self.by_bookie, view.pending
+            keys_on, pending = self.entries.keys_on, view.pending
             for bookie in touched:
-                keys_of = index.get(bookie)
+                keys_of = keys_on(bookie)
                 if keys_of:
                     if pending and bookie in pending:
                         # A ledger holding a bookie whose leave is pending is not evaluated (`evaluate`
@@ -584,9 +515,8 @@ class LedgerAudit:
 
     def next_expiry_ms(self) -> int | None:
         """When the least recently seen ledger falls out of the TTL (None: no ledger, or audit off)."""
-        if not self.entries:
-            return None
-        return next(iter(self.entries.values())).seen_ms + self.ttl_ms
+        oldest = self.entries.oldest_seen_ms()
+        return None if oldest is None else oldest + self.ttl_ms
 
     def expire(self, time_ms: int, version: int = 0) -> list[Output]:
         """Forget ledgers last placed or checked `ttl_ms` or longer ago. Cost: O(1) per forgotten ledger.
@@ -598,47 +528,19 @@ class LedgerAudit:
         horizon = time_ms - self.ttl_ms
         entries = self.entries
         while entries:
-            oldest = next(iter(entries.values()))
-            if oldest.seen_ms > horizon:
+            seen_ms = entries.oldest_seen_ms()
+            if seen_ms > horizon:
                 break
+            oldest = entries.oldest()
             produced += self._forget(oldest, oldest.seen_ms + self.ttl_ms, version,
                                      f"forgotten: not placed or checked for engine.audit.ttlSeconds={self.ttl_ms // 1000}")
         return produced
 
     def _forget(self, entry: AuditEntry, time_ms: int, version: int, reason: str) -> list[Output]:
         produced = self._resolve(entry, time_ms, version, "forget", reason) if entry.open else []
-        del self.entries[entry.key]
-        self._index(entry.key, (), entry.ensemble)
+        self.entries.remove(entry.key)
         self.waiting.discard(entry.key)
         return produced
-
-    def build_index(self) -> None:
-        """Build `by_bookie` if an import left it unbuilt. Cost: O(ledgers x E), once per import."""
-        if self.indexed:
-            return
-        index = self.by_bookie
-        for key, entry in self.entries.items():
-            for bookie in entry.ensemble:
-                keys_of = index.get(bookie)
-                if keys_of is None:
-                    index[bookie] = {key}
-                else:
-                    keys_of.add(key)
-        self.indexed = True
-
-    def _index(self, key: str, new: Iterable[str], old: Iterable[str]) -> None:
-        if not self.indexed:
-            return
-        new_set, old_set = set(new), set(old)
-        index = self.by_bookie
-        for bookie in old_set - new_set:
-            keys = index.get(bookie)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del index[bookie]
-        for bookie in new_set - old_set:
-            index.setdefault(bookie, set()).add(key)
 
     def _update_waiting(self, entry: AuditEntry) -> None:
         # A ledger placed under a relaxation the topology may later make unnecessary waits too (issue 5).
@@ -652,77 +554,22 @@ class LedgerAudit:
     # -- snapshots and checks ------------------------------------------------------------------------
 
     def export_state(self) -> dict[str, Any]:
-        """JSON-able registry in columns, least recently seen first (the order eviction follows).
-
-        Columns keep a 100,000-ledger registry cheap to encode: ensembles are indices into one list
-        of bookie ids, and only ledgers that are not plainly adhering carry an `extra` row
-        `[relaxed, adhering, adherence, fix_known, open, rules]` (`rules` is absent from rows written
-        before it existed; see `import_state`).
-        """
-        bookie_index: dict[str, int] = {}
-        keys, ledger_ids, request_ids, sizes, members, quorums, seen = [], [], [], [], [], [], []
-        extra: dict[str, list[Any]] = {}
-        strict = Adherence.MEETS_STRICT.name
-        for row, entry in enumerate(self.entries.values()):
-            keys.append(entry.key)
-            ledger_ids.append(entry.ledger_id)
-            request_ids.append(entry.request_id)
-            sizes.append(len(entry.ensemble))
-            for bookie in entry.ensemble:
-                number = bookie_index.get(bookie)
-                if number is None:
-                    number = bookie_index[bookie] = len(bookie_index)
-                members.append(number)
-            quorums.append(entry.write_quorum * 1024 + entry.ack_quorum)
-            seen.append(entry.seen_ms)
-            if entry.relaxed or entry.rules or entry.adhering is not True or entry.adherence != strict \
-                    or entry.fix_known or entry.open:
-                extra[str(row)] = [list(entry.relaxed), entry.adhering, entry.adherence, entry.fix_known,
-                                   dict(sorted(entry.open.items())), [jsonable(rule) for rule in entry.rules]]
-        return {"bookies": list(bookie_index), "keys": keys, "ledger_ids": ledger_ids, "request_ids": request_ids,
-                "sizes": sizes, "members": members, "quorums": quorums, "seen_ms": seen, "extra": extra,
-                "cursor": self.cursor}
+        """JSON-able registry in its packed form (`state.registry`), least recently seen first (the
+        order eviction follows), with the waiting ledgers and the cursor of the bounded pass over them.
+        Cost: O(ledgers) in array copies plus O(ledgers read or placed since the last import)."""
+        return {**self.entries.pack(self.waiting), "cursor": self.cursor}
 
     def import_state(self, state: Mapping[str, Any]) -> None:
-        """Restore `export_state()` output into this registry (replacing it); the index is rebuilt.
-
-        Rows written before `AuditEntry.rules` existed (five columns) kept the rules as `rule {json}`
-        notes in `relaxed`: they are moved into `rules`, so older snapshots load without a migration.
-        """
-        self.entries.clear()
-        self.by_bookie.clear()
+        """Restore `export_state()` output into this registry (replacing it). Entries are built when
+        first read. Snapshots of older engines (list columns; rows written before `AuditEntry.rules`
+        existed keep the rules as `rule {json}` notes, moved into `rules` here) load as well."""
         self.waiting.clear()
-        bookies = state.get("bookies", [])
-        members = state.get("members", [])
-        extra = state.get("extra", {})
-        entries = self.entries
-        strict = Adherence.MEETS_STRICT.name
-        extra_rows = {int(row): more for row, more in extra.items()}
-        ensembles: dict[tuple[int, ...], tuple[str, ...]] = {}   # ledgers on the same bookies share one tuple
-        new_entry = _new_entry
-        offset = 0
-        for row, (key, ledger_id, request_id, size, quorums, seen_ms) in enumerate(zip(
-                state.get("keys", ()), state.get("ledger_ids", ()), state.get("request_ids", ()),
-                state.get("sizes", ()), state.get("quorums", ()), state.get("seen_ms", ()))):
-            numbers = tuple(members[offset:offset + size])
-            offset += size
-            ensemble = ensembles.get(numbers)
-            if ensemble is None:
-                ensemble = ensembles[numbers] = tuple(map(bookies.__getitem__, numbers))
-            entry = new_entry(key, ledger_id, request_id, ensemble, quorums // 1024, quorums % 1024, seen_ms,
-                              (), (), True, strict, False, {})
-            more = extra_rows.get(row)
-            if more is not None:
-                relaxed, entry.adhering, entry.adherence, entry.fix_known, opened = more[:5]
-                if len(more) > 5:
-                    entry.relaxed = tuple(relaxed)
-                    entry.rules = tuple(_canonical(rule) for rule in more[5] if isinstance(rule, Mapping))
-                else:
-                    entry.relaxed, entry.rules = _split_legacy_notes(relaxed)
-                entry.open = dict(opened)
+        waiting = self.entries.unpack(state)
+        if waiting is None:
+            for entry in self.entries.values():
                 self._update_waiting(entry)
-            entries[key] = entry
-        self.indexed = not entries     # the bookie index is built at the first re-check
+        else:
+            self.waiting |= waiting
         self.cursor = str(state.get("cursor", ""))
 
     def open_alerts(self) -> dict[str, dict[str, str]]:
@@ -731,7 +578,6 @@ class LedgerAudit:
 
     def check_invariants(self) -> None:
         """Assert the index, the order and the bounds agree with the entries (tests only)."""
-        self.build_index()
         expected: dict[str, set[str]] = {}
         last = None
         for key, entry in self.entries.items():
@@ -741,8 +587,8 @@ class LedgerAudit:
             assert last is None or entry.seen_ms >= last, "audit entries out of recency order"
             last = entry.seen_ms
             assert set(entry.open) <= set(LEDGER_ALERT_TYPES)
-        assert expected == self.by_bookie, "audit bookie index differs from the entries"
-        assert self.waiting <= self.entries.keys()
+        assert expected == self.entries.bookie_index(), "audit bookie index differs from the entries"
+        assert self.waiting <= set(self.entries.keys())
         assert len(self.entries) <= max(self.max_ledgers, 0)
 
 

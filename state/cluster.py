@@ -186,9 +186,9 @@ class ClusterModel:
         history = self._next_history_ms()
         if history is not None and (due is None or history < due):
             due = history
-        entries = self.audit.entries
-        if entries:                    # `LedgerAudit.next_expiry_ms`, inlined: it runs once per record
-            ledger = next(iter(entries.values())).seen_ms + self.audit.ttl_ms
+        oldest = self.audit.entries.oldest_seen_ms()
+        if oldest is not None:         # `LedgerAudit.next_expiry_ms`, inlined: it runs once per record
+            ledger = oldest + self.audit.ttl_ms
             if due is None or ledger < due:
                 due = ledger
         return due

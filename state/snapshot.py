@@ -32,7 +32,7 @@ from .cluster import BookieFacts, ClusterModel
 from .health import TopologyHealth
 from .settings import ModelSettings
 
-VERSION = 2
+VERSION = 3
 
 
 def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
@@ -40,8 +40,15 @@ def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
     return {**document, "v": 2, "audit": {}, "health": None}
 
 
+def _v2_to_v3(document: dict[str, Any]) -> dict[str, Any]:
+    """v3 packs the ledger audit (`state.registry`); `LedgerAudit.import_state` still reads v2's list
+    columns, so the document only changes its number. The bump keeps a v2 engine from reading a v3
+    audit as empty."""
+    return {**document, "v": 3}
+
+
 #: version -> function turning a document of that version into one of the next version.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 class SnapshotError(ValueError):

@@ -131,3 +131,27 @@ class Runner:
 
 def is_dead_letter(item):
     return isinstance(item, DeadLetter)
+
+
+def v2_audit(audit_state):
+    """The audit part of a v2 snapshot (what engines before the packed registry wrote: list columns,
+    verdict rows keyed by row number) holding what `audit_state`, a packed export, holds."""
+    from state.registry import LedgerRegistry, verdict_row
+
+    registry = LedgerRegistry()
+    registry.unpack(audit_state)
+    numbers: dict[str, int] = {}
+    columns = {name: [] for name in ("keys", "ledger_ids", "request_ids", "sizes", "members", "quorums", "seen_ms")}
+    extra = {}
+    for row, entry in enumerate(registry.values()):
+        columns["keys"].append(entry.key)
+        columns["ledger_ids"].append(entry.ledger_id)
+        columns["request_ids"].append(entry.request_id)
+        columns["sizes"].append(len(entry.ensemble))
+        columns["members"] += [numbers.setdefault(bookie, len(numbers)) for bookie in entry.ensemble]
+        columns["quorums"].append(entry.write_quorum * 1024 + entry.ack_quorum)
+        columns["seen_ms"].append(entry.seen_ms)
+        more = verdict_row(entry)
+        if more is not None:
+            extra[str(row)] = more
+    return {"bookies": list(numbers), **columns, "extra": extra, "cursor": audit_state.get("cursor", "")}

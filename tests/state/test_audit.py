@@ -97,7 +97,7 @@ def test_ledgers_without_a_touched_bookie_are_not_rechecked():
     remember(audit, runner, 2, [A2, B2, C2])
     [alert] = change(audit, runner, lost(1_000, A2))
     assert alert["subject"] == "ledger/2"
-    assert sorted(audit.by_bookie[A1]) == ["ledger/1"]
+    assert sorted(audit.entries.keys_on(A1)) == ["ledger/1"]
 
 
 def test_a_rack_change_that_breaks_the_rule_alerts_and_moving_back_resolves():
@@ -203,7 +203,7 @@ def test_export_and_import_round_trip_keeps_order_index_and_open_alerts():
     copy.import_state(state)
     copy.check_invariants()
     assert copy.export_state() == state
-    assert copy.by_bookie == audit.by_bookie and copy.waiting == audit.waiting
+    assert copy.entries.bookie_index() == audit.entries.bookie_index() and copy.waiting == audit.waiting
     assert copy.open_alerts() == audit.open_alerts() != {}
 
 

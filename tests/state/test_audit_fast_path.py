@@ -21,7 +21,7 @@ class GeneralPathOnly(LedgerAudit):
 def _state(audit):
     rows = {key: (e.ledger_id, e.request_id, e.ensemble, e.write_quorum, e.ack_quorum, e.seen_ms, e.relaxed, e.rules,
                   e.adhering, e.adherence, e.fix_known, dict(e.open)) for key, e in audit.entries.items()}
-    return list(audit.entries), rows, audit.by_bookie, audit.waiting
+    return list(audit.entries), rows, audit.entries.bookie_index(), audit.waiting
 
 
 def _script(audit_class):

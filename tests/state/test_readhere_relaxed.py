@@ -7,7 +7,7 @@ import json
 
 from state.audit import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE
 from state.snapshot import dumps, from_document, loads, to_document
-from tests.state.helpers import Runner, check, create, location, lost, writable
+from tests.state.helpers import Runner, check, create, location, lost, v2_audit, writable
 
 RESOLVED = ".resolved"
 ISOLATED = {"ensemblePlacementPolicy": "isolated", "bookkeeperClientIsolationGroups": "g1",
@@ -173,13 +173,13 @@ def test_region_outage_then_recovery_offers_to_spread_a_single_region_ledger():
 
 
 def test_a_snapshot_written_before_the_rules_field_still_loads_and_fires():
-    """Older audit rows had five columns and kept each rule as a `rule {json}` note in `relaxed`: the
-    import moves it into `rules` (no snapshot migration), so the alert carries it as an object."""
+    """A v2 snapshot's audit rows could have five columns and keep each rule as a `rule {json}` note in
+    `relaxed`: the import moves it into `rules`, so the alert carries it as an object."""
     runner = isolated_cluster()
     outage_then_placement(runner)
     document = to_document(runner.model)
-    audit = document["audit"]
-    [row] = [row for row in audit["extra"].values() if row[5]]
+    document["v"], document["audit"] = 2, v2_audit(document["audit"])
+    [row] = [row for row in document["audit"]["extra"].values() if row[5]]
     relaxed, rules = row[0], row[5]
     row[:] = [relaxed + ["rule " + json.dumps(rule, sort_keys=True, separators=(",", ":")) for rule in rules],
               *row[1:5]]
