@@ -39,6 +39,7 @@ import pandas as pd
 
 from events import DeadLetter, Origin, Reason, parse_record, to_json_text
 from state import outputs
+from state.ordering import in_time_order
 from state.outputs import Output
 from state.settings import ModelSettings
 from state.snapshot import dumps, loads
@@ -279,10 +280,15 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
                                   detail="cluster: the record names its cluster more than once")
             items.append(item)
         state = stored[0] if stored is not None else None
-        stepped = guarded_step(state, cluster, items, settings, conf, shard, shards, horizon_ms,
-                               cache_key=(conf_key, cluster, shard, shards))
-        _store(group_state, stepped)
-        yield pd.DataFrame(pack_outputs(stepped.outputs)) if packed else _frame(stepped.outputs)
+        parts = time_slices(items, SLICE_RECORDS) if cluster else [items]
+        for number, part in enumerate(parts, 1):
+            last = number == len(parts)
+            stepped = guarded_step(state, cluster, part, settings, conf, shard, shards, horizon_ms if last else None,
+                                   cache_key=(conf_key, cluster, shard, shards))
+            state = stepped.state
+            if last:
+                _store(group_state, stepped)
+            yield pd.DataFrame(pack_outputs(stepped.outputs)) if packed else _frame(stepped.outputs)
 
     def on_tick(cluster: str, shard: int, stored: tuple | None, group_state) -> list[Output]:
         if stored is None or stored[1] is None:
@@ -305,6 +311,30 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
             group_state.setTimeoutDuration(tick_ms)
 
     return on_group
+
+
+SLICE_RECORDS = 10_000
+"""Records a group's batch is stepped in at a time; each slice's outputs are handed to Spark before the
+next slice is stepped, so the sink writes them while the worker steps on (`time_slices`)."""
+
+
+def time_slices(items: Sequence[Any], size: int) -> list[list[Any]]:
+    """A group's parsed batch as consecutive slices that `state.step` applies exactly as the whole.
+
+    `step` emits a batch's dead letters first and applies its records in (time, arrival) order
+    (`state.ordering.in_time_order`): here the records are put in that order once and cut every `size`
+    records, the dead letters going with the first slice, so stepping the slices one after the other
+    applies the same records in the same order, with the same outputs in the same order. Each slice
+    costs one model snapshot more (the state `guarded_step` retries a failing slice from); the live
+    model goes from slice to slice through the worker's model cache.
+    """
+    if len(items) <= size:
+        return [list(items)]
+    letters = [item for item in items if isinstance(item, DeadLetter)]
+    records = in_time_order([item for item in items if not isinstance(item, DeadLetter)])
+    slices = [records[start:start + size] for start in range(0, len(records), size)] or [[]]
+    slices[0] = letters + slices[0]
+    return slices
 
 
 def _frame(produced: Sequence[Output]) -> pd.DataFrame:
