@@ -1,8 +1,10 @@
 """`ClusterModel` <-> bytes for Spark's state store: versioned, compact, bounded (STYLE R9).
 
-Format: zlib-compressed UTF-8 JSON of one object `{"v": 1, ...}`. The policy's internals travel as
-the policy's own `export_state()` and are restored with `import_state()`; everything else is the
-model's (membership, facts, disk, features, pending leaves, flaps, counters).
+Format: zlib-compressed UTF-8 JSON of one object `{"v": 3, ...}`. The policy's internals travel as
+the policy's own `export_state()` and are restored with `import_state()`; the ledger audit's registry
+in its packed form (`state.registry`: integer columns as base64 arrays, entries built only when read,
+so a load and a store cost little per remembered ledger); everything else is the model's
+(membership, facts, disk, features, pending leaves, flaps, counters).
 
 Versioning: `VERSION` is the format this engine writes. `loads` reads any older version by applying
 `MIGRATIONS[v]` (which turns a version-v document into a version-(v+1) one) until it reaches `VERSION`;

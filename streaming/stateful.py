@@ -23,7 +23,13 @@ state, a fresh checkpoint) it is loaded from the blob as before. The blob is sti
 batch, so recovery never depends on the cache, and outputs are the same with or without it.
 Spark hands a group to whichever Python worker is idle, so the cache pays off only when the same
 worker gets the group again: in `run` most batches load the blob (measured in docs/performance.md,
-fourth pass).
+fourth pass), which is why loading one is cheap (the ledger audit stays packed until read,
+`state.registry`). Within one call the cache carries the live model from slice to slice.
+
+Slices: a group's batch larger than `SLICE_RECORDS` records is stepped slice by slice in the order the
+step applies records (`time_slices`), and each slice's outputs are handed to Spark before the next is
+stepped, so the sink writes while the worker steps on. The outputs are those of the whole batch, in
+the same order; the state is stored once, after the last slice.
 """
 
 from __future__ import annotations
