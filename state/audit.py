@@ -42,7 +42,9 @@ switch re-checks every ledger (O(ledgers)), as does nothing else. Ledgers waitin
 re-examined after an improving change (a bookie joins or returns, a location or feature changes), at
 most `READHERE_BUDGET` of them per change, in key order from where the last pass stopped. The
 registry holds at most `engine.audit.maxLedgers` ledgers (least recently placed or checked go first)
-and forgets a ledger `engine.audit.ttlSeconds` after it was last placed or checked.
+and forgets a ledger `engine.audit.ttlSeconds` after it was last placed or checked. Between
+micro-batches the registry is stored packed (`state.registry`); after a load an entry is built only
+when a change or request touches its ledger.
 
 Everything is deterministic: ledgers are visited in sorted key order, fixes draw from a generator
 seeded by (seed, cluster, ledger, topology version), and alert ids are `outputs.alert` ids keyed by the
