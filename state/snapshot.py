@@ -28,6 +28,8 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+
 from policies import BookieInfo
 
 from .cluster import BookieFacts, ClusterModel
@@ -91,9 +93,17 @@ COMPRESS_LEVEL = 1
 
 
 def dumps(model: ClusterModel) -> bytes:
-    """Serialize the model (compact JSON, zlib `COMPRESS_LEVEL`)."""
-    text = json.dumps(to_document(model), sort_keys=True, separators=(",", ":"))
-    return zlib.compress(text.encode("utf-8", "surrogatepass"), COMPRESS_LEVEL)
+    """Serialize the model (compact JSON with sorted keys, zlib `COMPRESS_LEVEL`).
+
+    orjson writes the JSON (about three times faster than `json` for a cluster's document); what it
+    refuses (a lone surrogate in a name, an integer beyond 64 bits) is written by `json`.
+    """
+    document = to_document(model)
+    try:
+        data = orjson.dumps(document, option=orjson.OPT_SORT_KEYS)
+    except TypeError:        # orjson.JSONEncodeError
+        data = json.dumps(document, sort_keys=True, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return zlib.compress(data, COMPRESS_LEVEL)
 
 
 def loads(data: bytes, conf: Mapping[str, Any], settings: ModelSettings | None = None) -> ClusterModel:
@@ -109,7 +119,11 @@ def loads(data: bytes, conf: Mapping[str, Any], settings: ModelSettings | None =
         ValueError: the configuration is invalid (names the key).
     """
     try:
-        document = json.loads(zlib.decompress(bytes(data)).decode("utf-8", "surrogatepass"))
+        text = zlib.decompress(bytes(data))
+        try:
+            document = orjson.loads(text)
+        except orjson.JSONDecodeError:    # a lone surrogate, an integer beyond 64 bits, or not JSON at all
+            document = json.loads(text.decode("utf-8", "surrogatepass"))
     except (zlib.error, UnicodeDecodeError, json.JSONDecodeError, TypeError) as exc:
         raise SnapshotError(f"model snapshot: not a readable snapshot ({exc}); the state store is corrupt or "
                             "holds another kind of state") from exc

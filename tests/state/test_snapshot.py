@@ -65,7 +65,22 @@ def test_a_newer_snapshot_is_refused_with_advice():
         loads(zlib.compress(json.dumps(document).encode()), CONF)
 
 
+def test_names_orjson_refuses_still_round_trip():
+    # A lone surrogate or a non-ASCII name: orjson refuses the first (state.snapshot falls back to json)
+    # and writes the second as UTF-8; both must load back as they were.
+    runner = Runner(CONF)
+    runner.run(*[writable(0, name, f"/r{i % 3}") for i, name in enumerate(
+        ["b0:3181", "b\u00e9:3181", "b\ud800:3181", "b3:3181"])])
+    restored = loads(dumps(runner.model), CONF)
+    restored.check_invariants()
+    assert to_document(restored) == to_document(runner.model)
+    assert "b\ud800:3181" in restored.writable
+
+
 def test_garbage_is_refused():
+    for blob in (zlib.compress(b"{not json"), zlib.compress(b"[1, 2")):
+        with pytest.raises(SnapshotError, match="not a readable snapshot"):
+            loads(blob, CONF)
     with pytest.raises(SnapshotError, match="not a readable snapshot"):
         loads(b"not zlib", CONF)
 
