@@ -43,7 +43,14 @@ def create_policy(conf: Mapping[str, Any], resolver: Mapping[str, str] | None = 
     Raises:
         ValueError: unknown policy, malformed value or impossible combination; names the key.
     """
-    settings = PlacementSettings.from_conf(conf)
+    return build_policy(PlacementSettings.from_conf(conf), resolver, clock, rack_info, features)
+
+
+def build_policy(settings: PlacementSettings, resolver: Mapping[str, str] | None = None,
+                 clock: Callable[[], float] | None = None, rack_info: RackInfo | None = None,
+                 features: MutableMapping[str, int] | None = None):
+    """`create_policy` from settings already parsed (the cluster model builds a policy on every load
+    of its snapshot, with the settings it parsed once)."""
     module_name, class_name = POLICY_IMPLEMENTATIONS[settings.policy]
     policy_class = getattr(importlib.import_module(module_name), class_name)
     location_resolver = LocationResolver(resolver, rack_info)

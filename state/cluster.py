@@ -56,7 +56,8 @@ from events.model import (
     ClusterView,
     FeatureSet,
 )
-from policies import BookieInfo, create_policy
+from policies import BookieInfo
+from policies.factory import build_policy
 from policies.location import DEFAULT_RACK
 from policies.resolver import host_of, pulsar_rack
 from policies.settings import PlacementSettings
@@ -110,7 +111,7 @@ class ClusterModel:
         self.settings = settings
         self.conf: dict[str, Any] = dict(settings.conf if conf is None else conf)
         self.placement: PlacementSettings = (
-            settings.placement if conf is None else PlacementSettings.from_conf(self.conf))
+            settings.placement if self.conf == settings.conf else PlacementSettings.from_conf(self.conf))
         self.policy_name = self.placement.policy
         period = self.placement.stabilize_period_s
         self.stabilize_period_s = period if self.policy_name in STABILIZING_POLICIES else 0
@@ -152,8 +153,8 @@ class ClusterModel:
 
     def new_policy(self):  # noqa: ANN201 - the policy protocol lives in policies
         """A policy over the model's mapping, rack info and features (as they are now)."""
-        return create_policy(self.conf, resolver=self.mapping, clock=self._clock, rack_info=self.rack_info,
-                             features=self.features)
+        return build_policy(self.placement, resolver=self.mapping, clock=self._clock, rack_info=self.rack_info,
+                            features=self.features)
 
     @property
     def default_location(self) -> str:

@@ -172,7 +172,10 @@ def from_document(document: dict[str, Any], conf: Mapping[str, Any],
     # Facts first: they determine the mapping and the rack info the policy reads (same dict objects).
     for bookie, (location, hostname, group, pinned) in document["facts"].items():
         model._set_facts(bookie, BookieFacts(location, hostname, group, bool(pinned)))  # noqa: SLF001
-    model.policy = model.new_policy()
+    if model.rack_info:
+        # The model's policy copied the rack info when there was none; build it again with the facts'.
+        # (Its mapping and features are the model's own dicts, read when it resolves or decides.)
+        model.policy = model.new_policy()
     if document["policy"] == model.policy_name:
         model.policy.import_state(document["policy_state"])
         model.rack_info_stale = bool(document["rack_info_stale"])

@@ -196,7 +196,7 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     if state is not None:
         model = cache.take(cache_key, state) if cache_key is not None else None
         if model is None:
-            model = loads(state, conf)
+            model = loads(state, conf, settings)
     try:
         result = step_fn(model, cluster, items, settings, conf, shard=shard, shards=shards, horizon_ms=horizon_ms)
         if not cluster:
@@ -215,7 +215,7 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     current, produced = state, []
     model = None
     for item in items:
-        model = loads(current, conf) if current is not None else None
+        model = loads(current, conf, settings) if current is not None else None
         try:
             result = step_fn(model, cluster, [item], settings, conf, shard=shard, shards=shards)
         except Exception as exc:  # noqa: BLE001 - as above, for one record
@@ -232,7 +232,7 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     if horizon_ms is not None:
         ticked = guarded_step(current, cluster, [], settings, conf, shard, shards, horizon_ms, step_fn)
         return Stepped(ticked.state, produced + ticked.outputs, ticked.next_due_ms)
-    model = model if model is not None else loads(current, conf)
+    model = model if model is not None else loads(current, conf, settings)
     return Stepped(current, produced, model.next_departure_due_ms())
 
 

@@ -65,6 +65,27 @@ def test_a_newer_snapshot_is_refused_with_advice():
         loads(zlib.compress(json.dumps(document).encode()), CONF)
 
 
+def test_a_restored_isolated_model_keeps_its_groups():
+    # Rack info comes from the bookies' facts: the restored policy must see the groups the original saw.
+    conf = {"ensemblePlacementPolicy": "isolated", "bookkeeperClientIsolationGroups": "g1",
+            "bookkeeperClientSecondaryIsolationGroups": "g2"}
+    runner = Runner(conf)
+    runner.run(*[writable(0, f"b{i}:3181", f"/r{i % 3}", group="g1" if i < 4 else "g2") for i in range(8)],
+               create(5, "first", 3, 3, 2))      # hands the rack info to the policy
+    assert not runner.model.rack_info_stale
+    restored = loads(dumps(runner.model), conf)
+    restored.check_invariants()
+    again = Runner(conf)
+    again.model = restored
+    requests = [create(10 + n, f"q{n}", 3, 3, 2) for n in range(20)] + [create(40, "big", 6, 3, 2)]
+    runner.run(*requests)
+    again.run(*requests)
+    assert [o.to_json() for o in again.outputs] == [o.to_json() for o in runner.outputs[-len(again.outputs):]]
+    placed = [runner.decision(f"q{n}")["ensemble"] for n in range(20)]
+    assert all(bookie in {f"b{i}:3181" for i in range(4)} for ensemble in placed for bookie in ensemble)
+    assert set(runner.decision("big")["ensemble"]) & {f"b{i}:3181" for i in range(4, 8)}
+
+
 def test_names_orjson_refuses_still_round_trip():
     # A lone surrogate or a non-ASCII name: orjson refuses the first (state.snapshot falls back to json)
     # and writes the second as UTF-8; both must load back as they were.
