@@ -7,8 +7,8 @@ source; the model is one versioned blob in Spark's state store (`state.snapshot`
 time its next timed change falls due.
 
 Idle clusters (`engine.idleTickSeconds` > 0, the `run` job): a group whose model has a stabilization
-delay or flap window running arms a processing-time timeout. When it fires (the cluster had no records for that long), the model
-is settled up to the event-time watermark (`state.step`'s `horizon_ms`), so an ended stabilization
+delay or flap window running arms a processing-time timeout. When it fires (the cluster had no records
+for that long), the model is settled up to the event-time watermark (`state.step`'s `horizon_ms`), so an ended stabilization
 delay or flap window is reported without waiting for the cluster's next record, with the outputs and
 ids that record would have brought. While the watermark has not reached the due time the timeout is
 re-armed without loading the model. A replay ticks every cluster once, at the end of its input,
@@ -24,12 +24,13 @@ batch, so recovery never depends on the cache, and outputs are the same with or 
 Spark hands a group to whichever Python worker is idle, so the cache pays off only when the same
 worker gets the group again: in `run` most batches load the blob (measured in docs/performance.md,
 fourth pass), which is why loading one is cheap (the ledger audit stays packed until read,
-`state.registry`). Within one call the cache carries the live model from slice to slice.
+`state.registry`).
 
 Slices: a group's batch larger than `SLICE_RECORDS` records is stepped slice by slice in the order the
 step applies records (`time_slices`), and each slice's outputs are handed to Spark before the next is
 stepped, so the sink writes while the worker steps on. The outputs are those of the whole batch, in
-the same order; the state is stored once, after the last slice.
+the same order; the live model goes from slice to slice and is stored once, after the last slice
+(`step_slices`).
 """
 
 from __future__ import annotations
@@ -236,6 +237,58 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     return Stepped(current, produced, model.next_departure_due_ms())
 
 
+def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]], settings: ModelSettings,
+                conf: Mapping[str, str], shard: int = 0, shards: int = 1, horizon_ms: int | None = None,
+                step_fn: Callable[..., Any] = step, cache_key: tuple | None = None,
+                cache: ModelCache | None = None) -> Iterator[Stepped]:
+    """`guarded_step` over the consecutive slices of one group's batch (`time_slices`), one `Stepped`
+    per slice; the model is stored once, after the last slice (only the last `Stepped` has a state).
+
+    The live model goes from slice to slice. When a slice raises, the state it started from is rebuilt
+    (the stored state stepped through the slices before it, whose outputs were already handed on and
+    come out the same again) and that slice and the rest are stepped by `guarded_step`, as if each had
+    been stored: the guard's record-by-record retry then starts from the right state.
+    """
+    if len(parts) <= 1 or not cluster:
+        for part in parts:
+            yield guarded_step(state, cluster, part, settings, conf, shard, shards, horizon_ms, step_fn,
+                               cache_key, cache)
+        return
+    if cache_key is not None and cache is None:
+        cache = MODEL_CACHE
+    model = cache.take(cache_key, state) if cache_key is not None and state is not None else None
+    if model is None and state is not None:
+        model = loads(state, conf, settings)
+    applied: list[Any] = []
+    for number, part in enumerate(parts, 1):
+        last = number == len(parts)
+        try:
+            result = step_fn(model, cluster, part, settings, conf, shard=shard, shards=shards,
+                             horizon_ms=horizon_ms if last else None)
+        except Exception:  # noqa: BLE001 - handed to the guard below, which logs and retries
+            break
+        model = result.model
+        if not last:
+            applied.extend(part)
+            yield Stepped(None, list(result.outputs), None)
+            continue
+        stepped = _stepped(model, list(result.outputs))
+        if cache_key is not None:
+            cache.put(cache_key, stepped.state, model)
+        yield stepped
+        return
+    if applied:
+        before = loads(state, conf, settings) if state is not None else None
+        state = dumps(step_fn(before, cluster, applied, settings, conf, shard=shard, shards=shards).model)
+    failed = number
+    for number, part in enumerate(parts[failed - 1:], failed):
+        last = number == len(parts)
+        stepped = guarded_step(state, cluster, part, settings, conf, shard, shards, horizon_ms if last else None,
+                               step_fn)
+        state = stepped.state
+        yield stepped if last else Stepped(None, stepped.outputs, None)
+
+
 def _stepped(model: Any, produced: list[Output]) -> Stepped:
     return Stepped(dumps(model), produced, model.next_departure_due_ms())
 
@@ -287,12 +340,9 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
             items.append(item)
         state = stored[0] if stored is not None else None
         parts = time_slices(items, SLICE_RECORDS) if cluster else [items]
-        for number, part in enumerate(parts, 1):
-            last = number == len(parts)
-            stepped = guarded_step(state, cluster, part, settings, conf, shard, shards, horizon_ms if last else None,
-                                   cache_key=(conf_key, cluster, shard, shards))
-            state = stepped.state
-            if last:
+        for stepped in step_slices(state, cluster, parts, settings, conf, shard, shards, horizon_ms,
+                                   cache_key=(conf_key, cluster, shard, shards)):
+            if stepped.state is not None:
                 _store(group_state, stepped)
             yield pd.DataFrame(pack_outputs(stepped.outputs)) if packed else _frame(stepped.outputs)
 
@@ -330,9 +380,8 @@ def time_slices(items: Sequence[Any], size: int) -> list[list[Any]]:
     `step` emits a batch's dead letters first and applies its records in (time, arrival) order
     (`state.ordering.in_time_order`): here the records are put in that order once and cut every `size`
     records, the dead letters going with the first slice, so stepping the slices one after the other
-    applies the same records in the same order, with the same outputs in the same order. Each slice
-    costs one model snapshot more (the state `guarded_step` retries a failing slice from); the live
-    model goes from slice to slice through the worker's model cache.
+    applies the same records in the same order, with the same outputs in the same order
+    (`step_slices` steps them).
     """
     if len(items) <= size:
         return [list(items)]

@@ -8,7 +8,10 @@ import pytest
 
 import streaming.stateful as stateful
 from events import DeadLetter, Origin, parse_record
-from streaming.stateful import ModelCache, make_state_function, time_slices
+from state.settings import ModelSettings
+from state.snapshot import loads, to_document
+from state.step import step
+from streaming.stateful import ModelCache, guarded_step, make_state_function, step_slices, time_slices
 from tests.streaming.test_model_cache import CONF, GroupState, _day, _frame, _run
 
 
@@ -57,3 +60,45 @@ def test_slices_put_dead_letters_first_and_records_in_time_order_ties_by_arrival
     assert [["letter" if item is letter else item.request_id for item in part] for part in slices] == \
         [["letter", "b", "e"], ["d", "a"], ["c"]]
     assert time_slices(items, 6) == [items], "a batch that fits one slice is left as it arrived"
+
+
+def _parsed(lines):
+    return [parse_record(line, Origin.from_kafka("requests", 0, i)) for i, line in enumerate(lines)]
+
+
+def test_the_model_is_stored_once_after_the_last_slice(monkeypatch):
+    dumped = []
+    real_dumps = stateful.dumps
+    monkeypatch.setattr(stateful, "dumps", lambda model: dumped.append(1) or real_dumps(model))
+    settings = ModelSettings.from_conf(CONF)
+    items = _parsed(_day())
+    parts = time_slices(items, 9)
+    stepped = list(step_slices(None, "c1", parts, settings, CONF))
+    assert len(stepped) == len(parts) > 3
+    assert [s.state is None for s in stepped] == [True] * (len(parts) - 1) + [False]
+    assert len(dumped) == 1
+    whole = guarded_step(None, "c1", items, settings, CONF)
+    assert [o.to_json() for s in stepped for o in s.outputs] == [o.to_json() for o in whole.outputs]
+    assert stepped[-1].state == whole.state
+
+
+def test_a_slice_that_fails_is_retried_record_by_record_from_the_state_it_started_from():
+    settings = ModelSettings.from_conf(CONF)
+    items = _parsed(_day())
+    parts = time_slices(items, 9)
+    in_order = [item for part in parts for item in part]
+    bad = next(item.request_id for item in parts[2] if getattr(item, "request_id", None))
+
+    def buggy_step(model, cluster, batch, settings, conf, **kwargs):
+        if any(getattr(item, "request_id", None) == bad for item in batch):
+            raise KeyError("boom")
+        return step(model, cluster, batch, settings, conf, **kwargs)
+
+    stepped = list(step_slices(None, "c1", parts, settings, CONF, step_fn=buggy_step))
+    # The guard over the whole batch, in the slices' order, retries every record alone: the same outputs.
+    whole = guarded_step(None, "c1", in_order, settings, CONF, step_fn=buggy_step)
+    assert [o.to_json() for s in stepped for o in s.outputs] == [o.to_json() for o in whole.outputs]
+    assert [s.state is None for s in stepped] == [True] * (len(parts) - 1) + [False]
+    assert to_document(loads(stepped[-1].state, CONF)) == to_document(loads(whole.state, CONF))
+    failed = [o.payload for s in stepped for o in s.outputs if o.kind == "decision" and o.payload["status"] == "failed"]
+    assert [(d["request_id"], d["error"]["code"]) for d in failed] == [(bad, "INTERNAL_ERROR")]
