@@ -306,11 +306,12 @@ def latency_phase(query, producer, reader, memory, topics, names, members, rng, 
     complete = reader.wait_for(ids, args.drain_timeout)
     settle(query)
     cpu = common.cpu_between(cpu_before, memory.cpu_now())
+    missing = {} if complete else _missing(reader, ids)
     with reader._lock:  # noqa: SLF001
         latencies = [reader.first_ts[i] - sent_ns[i] / 1e6 for i in ids if i in reader.first_ts]
         read_latencies = [(reader.first_read_ns[i] - sent_ns[i]) / 1e6 for i in ids if i in reader.first_read_ns]
     return {"rate_target": rate, "produced": len(ids), "rate_offered": len(ids) / produce_s,
-            "answered": len(latencies), "complete": complete,
+            "answered": len(latencies), "complete": complete, "missing": missing,
             "p50_ms": common.percentile(latencies, 50), "p99_ms": common.percentile(latencies, 99),
             "max_ms": max(latencies) if latencies else float("nan"),
             "p50_read_ms": common.percentile(read_latencies, 50),
@@ -404,23 +405,28 @@ def throughput_phase(query, producer, reader, memory, topics, names, members, rn
     settle(query)
     batches = batch_profile(_progress_after(query, batch_before))
     cpu = common.cpu_between(cpu_before, memory.cpu_now())
-    missing = {}
-    if not complete:
-        with reader._lock:  # noqa: SLF001
-            unanswered = ids - reader.first_ts.keys()
-            errors = dict(reader.errors)
-        in_topic = reader.scan_for(unanswered)
-        missing = {"unanswered": len(unanswered), "in_topic": len(in_topic), "reader_errors": errors,
-                   "examples": sorted(rid.decode() for rid in unanswered - in_topic)[:5]}
-        print(f"  ! {len(unanswered):,} of {args.backlog:,} requests unanswered after the drain timeout; "
-              f"{len(in_topic):,} of them have a decision in the topic (read again from the start); reader "
-              f"errors {errors}; never written, e.g. {missing['examples']}", flush=True)
+    missing = {} if complete else _missing(reader, ids)
     return {"backlog": args.backlog, "answered": len(stamps), "complete": complete, "missing": missing,
             "produce_s": produced_s, "elapsed_s": elapsed,
             "requests_per_s": len(stamps) / elapsed if stamps else 0.0,
             "batches": batches, "cpu": cpu,
             "us_cpu_per_request": sum(cpu.values()) / max(len(stamps), 1) * 1e6,
             "load": [load[0], common.load_average()[0]]}
+
+
+def _missing(reader, ids: set[bytes]) -> dict:
+    """After an incomplete phase: how many requests went unanswered, and how many of those have a
+    decision in the topic after all (read again from the start: the reader missed them) or none."""
+    with reader._lock:  # noqa: SLF001
+        unanswered = ids - reader.first_ts.keys()
+        errors = dict(reader.errors)
+    in_topic = reader.scan_for(unanswered)
+    missing = {"unanswered": len(unanswered), "in_topic": len(in_topic), "reader_errors": errors,
+               "examples": sorted(rid.decode() for rid in unanswered - in_topic)[:5]}
+    print(f"  ! {len(unanswered):,} of {len(ids):,} requests unanswered after the drain timeout; "
+          f"{len(in_topic):,} of them have a decision in the topic (read again from the start); reader "
+          f"errors {errors}; never written, e.g. {missing['examples']}", flush=True)
+    return missing
 
 
 def _describe_batches(b: dict) -> str:
