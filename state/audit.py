@@ -235,8 +235,13 @@ class LedgerAudit:
 
     def _trim(self, time_ms: int, version: int) -> list[Output]:
         produced: list[Output] = []
-        while len(self.entries) > self.max_ledgers:
-            oldest = self.entries.oldest()
+        entries = self.entries
+        while len(entries) > self.max_ledgers:
+            key = entries.drop_oldest_unread()
+            if key is not None:  # a plainly placed ledger never read since the load: nothing to resolve
+                self.waiting.discard(key)
+                continue
+            oldest = entries.oldest()
             produced += self._forget(oldest, time_ms, version,
                                      f"forgotten: more than engine.audit.maxLedgers={self.max_ledgers} ledgers")
         return produced

@@ -252,6 +252,17 @@ class LedgerRegistry:
             return self._entry(row)
         return next(iter(self._recent.values()), None)
 
+    def drop_oldest_unread(self) -> str | None:
+        """Remove the least recently seen entry if it is a base row that was never read and carries no
+        verdict (so it adheres, has no open alert and waits for nothing); return its key, else None
+        and change nothing. Lets the audit forget its oldest ledger without building its entry."""
+        row = self._first_row()
+        if row is None or row in self._live or row in self._extra:
+            return None
+        key = self._key_at(row)
+        self._drop_row(row)
+        return key
+
     def oldest_seen_ms(self) -> int | None:
         """When the least recently seen ledger was last placed or checked (None when empty). O(1), builds nothing."""
         row = self._first_row()

@@ -177,6 +177,37 @@ def test_the_registry_is_bounded_by_count_and_by_age():
     audit.check_invariants()
 
 
+def test_trimming_a_loaded_registry_forgets_as_a_live_one_does():
+    """After a load the oldest ledgers are packed rows; the count bound drops an unread plain one without
+    building it, and still resolves the open alert of one it forgets."""
+    def build(round_trip):
+        runner = cluster()
+        audit = audit_of(max_ledgers=3)
+        remember(audit, runner, 1, [A2, C2])
+        remember(audit, runner, 2, [A1, B1, C1], t=1)
+        remember(audit, runner, 3, [A2, C1], t=2)
+        [alert] = change(audit, runner, lost(1_000, B1))
+        if round_trip:
+            loaded = audit_of(max_ledgers=3)
+            loaded.import_state(audit.export_state())
+            audit = loaded
+        return runner, audit, alert
+
+    results = []
+    for round_trip in (False, True):
+        runner, audit, alert = build(round_trip)
+        produced = remember(audit, runner, 4, [A2, C2], t=2_000) + remember(audit, runner, 5, [A1, C1], t=2_001)
+        audit.check_invariants()
+        assert list(audit.entries) == ["ledger/3", "ledger/4", "ledger/5"]
+        [resolved] = [o.payload for o in produced]
+        assert resolved["subject"] == alert["subject"] == "ledger/2"
+        assert "engine.audit.maxLedgers=3" in resolved["data"]["reason"]
+        assert audit.open_alerts() == {} and not audit.waiting
+        results.append(([o.payload for o in produced],
+                        [(e.key, e.ensemble, e.seen_ms, e.adherence) for e in audit.entries.values()]))
+    assert results[0] == results[1]
+
+
 def test_forgetting_a_ledger_with_an_open_alert_resolves_it():
     runner = cluster()
     audit = audit_of(max_ledgers=10, ttl_ms=60_000)
