@@ -151,10 +151,12 @@ def main(argv: list[str] | None = None) -> None:
             stages = common.stage_breakdown(lines, conf, "busy", args.records_per_trigger)
             cpu = time.process_time() - cpu
             snapshot = stages.pop("snapshot bytes (last)")
+            last = {k: stages.pop(k) for k in ("snapshot load s (last)", "snapshot store s (last)",
+                                               "audit ledgers (last)") if k in stages}
             methods = {k: stages.pop(k) for k in list(stages) if k.startswith("policy.")}
             n = len(lines)
             results["breakdown"] = {"records": n, "cpu_s": cpu, "us_per_record": {k: v / n * 1e6 for k, v in stages.items()},
-                                    "snapshot_bytes": snapshot}
+                                    "snapshot_bytes": snapshot, "last_snapshot": last}
             print(f"\nper-stage CPU cost of the state function without Spark, first {n:,} records of the day, "
                   f"batches of {args.records_per_trigger:,} (this process's CPU time):")
             for name, seconds in stages.items():
@@ -166,7 +168,12 @@ def main(argv: list[str] | None = None) -> None:
             results["breakdown"]["policy_methods_s"] = methods
             print(f"  {'total':<26} {cpu / n * 1e6:8.1f} us/record -> {n / cpu:,.0f} records per CPU-second "
                   f"(one Python worker holds one cluster's group)")
-            print(f"  model snapshot (state of one cluster) after the last batch: {snapshot:,.0f} bytes")
+            print(f"  model snapshot (state of one cluster) after the last batch: {snapshot:,.0f} bytes", end="")
+            if last:
+                print(f", {last['audit ledgers (last)']:,} remembered ledgers; loading it took "
+                      f"{last['snapshot load s (last)'] * 1000:,.0f} ms, storing it again "
+                      f"{last['snapshot store s (last)'] * 1000:,.0f} ms (CPU)", end="")
+            print()
 
         if args.profile:
             from streaming.stateful import make_state_function

@@ -549,7 +549,8 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
 
     Mirrors streaming.stateful's function stage by stage (input frame and sort, parse, snapshot load,
     step with the policy calls timed apart, output JSON, output frame, snapshot dump), without Spark.
-    Also returns "snapshot bytes (last)" and, per policy method, "policy.<name> x<calls>" (CPU seconds,
+    Also returns "snapshot bytes (last)", "snapshot load s (last)" and "snapshot store s (last)" (CPU
+    seconds of one more load and store of the last snapshot), "audit ledgers (last)" and, per policy method, "policy.<name> x<calls>" (CPU seconds,
     already inside "step: policy calls").
     """
     import pandas as pd
@@ -582,7 +583,7 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
                 raise RuntimeError(f"generated record became a dead letter: {item.reason}: {item.detail}")
             items.append(item)
         t2 = clock()
-        model = loads(blob, conf) if blob is not None else ClusterModel(cluster, settings, conf)
+        model = loads(blob, conf, settings=settings) if blob is not None else ClusterModel(cluster, settings, conf)
         t3 = clock()
         calls: dict[str, list[float]] = {}
         depth = [0]
@@ -616,6 +617,13 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
         stages["output frame"] += t6 - t5
         stages["snapshot dump"] += t7 - t6
     stages["snapshot bytes (last)"] = snapshot_bytes
+    if blob is not None:  # one cold load and one store of the last snapshot (a group moved to another worker)
+        t0 = clock()
+        model = loads(blob, conf, settings=settings)
+        t1 = clock()
+        dumps(model)
+        stages["snapshot load s (last)"], stages["snapshot store s (last)"] = t1 - t0, clock() - t1
+        stages["audit ledgers (last)"] = len(model.audit.entries)
     for name, (seconds, count) in sorted(per_call.items()):
         stages[f"policy.{name} x{count}"] = seconds
     return stages

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         mid = 1e6 / ((low + high) / 2)
         ax.errorbar([size], [mid], yerr=[[mid - 1e6 / high], [1e6 / low - mid]],
                     fmt="D", color="black", capsize=5, markersize=7,
-                    label="BookKeeper Java newEnsemble(3,3,2), rack-aware (reference)" if n == 0 else None)
+                    label="BookKeeper Java newEnsemble(3,3,2), rack-aware\n(issue 6's reference figures, first machine)" if n == 0 else None)
         ax.annotate(f"Java {low / 1000:g}-{high / 1000:g} k/s", (size, mid), textcoords="offset points",
                     xytext=(8, -4), fontsize=8)
     for n, (size, rate) in enumerate(TARGETS):
