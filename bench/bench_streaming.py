@@ -233,7 +233,8 @@ def _request_line(cluster: str, n: int, rid: str, members: list[str], rng) -> st
 
 
 def batch_profile(progress: list) -> dict:
-    """Median of each durationMs part, rows and rows/s over batches that read data."""
+    """Median of each durationMs part, rows and rows/s over batches that read data; `each` keeps every
+    such batch's id, rows and durationMs (in the --json output)."""
     rows = [p for p in progress if (p.get("numInputRows") or 0) > 0]
     if not rows:
         return {"batches": 0}
@@ -244,7 +245,8 @@ def batch_profile(progress: list) -> dict:
     rates = [p["numInputRows"] / max(p["durationMs"]["triggerExecution"] / 1000, 1e-3) for p in rows]
     return {"batches": len(rows), "rows_median": common.percentile([p["numInputRows"] for p in rows], 50),
             "rows_per_s_median": common.percentile(rates, 50),
-            "duration_ms_median": {k: common.percentile(v, 50) for k, v in sorted(parts.items())}}
+            "duration_ms_median": {k: common.percentile(v, 50) for k, v in sorted(parts.items())},
+            "each": [{"batch": p.get("batchId"), "rows": p["numInputRows"], "ms": p.get("durationMs")} for p in rows]}
 
 
 def _progress(query) -> list:

@@ -6,13 +6,15 @@ sleeps) and is stopped in try/finally.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter, defaultdict
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer
 from confluent_kafka.admin import AdminClient
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
+from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from streaming.kafka_sink import KafkaSinkSettings
 from streaming.kafka_source import (
@@ -20,6 +22,8 @@ from streaming.kafka_source import (
     SOURCE_SCHEMA_DDL,
     KafkaOptionError,
     KafkaSourceSettings,
+    KafkaStreamReader,
+    offset_key,
     share_limit,
 )
 from tests.kafka_broker import consume_all, create_topic, produce_records, unique_topic_name
@@ -273,3 +277,52 @@ def test_sink_delivery_failure_fails_the_batch_with_an_error_naming_the_topic(sp
     with pytest.raises(StreamingQueryException) as failure:
         await_finished(query)
     assert "KafkaWriteError" in str(failure.value) and out in str(failure.value)
+
+
+def test_planned_ends_are_readable_while_a_producer_appends_and_reach_the_log_end_once_it_stops(kafka_bootstrap,
+                                                                                               kafka_topic):
+    """The driver plans end offsets while records keep arriving (the end-offset probe settles on the high
+    watermark of its first fetch instead of reading on to end-of-partition): every planned range reads in
+    full, in order, and the plan after the last write reaches the log end, the last batch's tail included."""
+    topic = kafka_topic(partitions=2)
+    reader = KafkaStreamReader(KafkaSourceSettings.from_options(
+        {"kafka.bootstrap.servers": kafka_bootstrap, "subscribe": topic, "startingOffsets": "earliest"}))
+    delivered: Counter = Counter()
+    finished = threading.Event()
+
+    def produce() -> None:
+        def acknowledged(err, msg) -> None:
+            assert err is None, err
+            delivered[msg.partition()] += 1
+
+        producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 5})
+        try:
+            for i in range(20_000):
+                producer.produce(topic, key=f"k{i % 17}".encode(), value=f"v{i}".encode(), on_delivery=acknowledged)
+                if i % 200 == 0:
+                    producer.poll(0)
+            assert producer.flush(30) == 0
+        finally:
+            finished.set()
+
+    writer = threading.Thread(target=produce, daemon=True)
+    start = reader.initialOffset()
+    ranges = []
+    try:
+        writer.start()
+        while not finished.is_set():
+            end = reader.latestOffset(start, ReadAllAvailable())
+            ranges += reader.partitions(start, end)
+            start = end
+        writer.join()
+        end = reader.latestOffset(start, ReadAllAvailable())
+        ranges += reader.partitions(start, end)
+        offsets = defaultdict(list)
+        for planned in ranges:
+            for batch in reader.read(planned):
+                offsets[planned.partition] += batch.column("offset").to_pylist()
+    finally:
+        reader.stop()
+    assert len(ranges) > 2, "the producer should still have been writing while batches were planned"
+    assert end == {offset_key(topic, p): n for p, n in delivered.items()}
+    assert {p: list(o) for p, o in offsets.items()} == {p: list(range(n)) for p, n in delivered.items()}
