@@ -234,7 +234,7 @@ def _request_line(cluster: str, n: int, rid: str, members: list[str], rng) -> st
 
 def batch_profile(progress: list) -> dict:
     """Median of each durationMs part, rows and rows/s over batches that read data; `each` keeps every
-    such batch's id, rows and durationMs (in the --json output)."""
+    such batch's id, rows, durationMs and state-store commit time (in the --json output)."""
     rows = [p for p in progress if (p.get("numInputRows") or 0) > 0]
     if not rows:
         return {"batches": 0}
@@ -246,7 +246,9 @@ def batch_profile(progress: list) -> dict:
     return {"batches": len(rows), "rows_median": common.percentile([p["numInputRows"] for p in rows], 50),
             "rows_per_s_median": common.percentile(rates, 50),
             "duration_ms_median": {k: common.percentile(v, 50) for k, v in sorted(parts.items())},
-            "each": [{"batch": p.get("batchId"), "rows": p["numInputRows"], "ms": p.get("durationMs")} for p in rows]}
+            "each": [{"batch": p.get("batchId"), "rows": p["numInputRows"], "ms": p.get("durationMs"),
+                      "state_commit_ms": sum(op.get("commitTimeMs", 0) for op in p.get("stateOperators") or ())}
+                     for p in rows]}
 
 
 def _progress(query) -> list:
@@ -487,6 +489,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="seconds to wait for the last decisions of a phase")
     parser.add_argument("--shuffle-partitions", type=int, default=2,
                         help="spark.sql.shuffle.partitions (engine.spark.shufflePartitions; the engine's default is 2)")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for the session (repeatable), e.g. a state store option")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = parser.parse_args(argv)
     args.rates = [int(r) for r in str(args.rate).split(",") if r.strip()]
@@ -509,7 +513,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         started = time.perf_counter()
         spark = build_session(app_name="bench-streaming", log_level="ERROR",
-                              conf={"spark.sql.shuffle.partitions": str(args.shuffle_partitions)})
+                              conf={"spark.sql.shuffle.partitions": str(args.shuffle_partitions),
+                                    **dict(item.split("=", 1) for item in args.spark_conf)})
         print(f"# SparkSession started in {time.perf_counter() - started:.1f} s; broker {broker.bootstrap}", flush=True)
         for clusters in counts:
             for pipeline in pipelines:

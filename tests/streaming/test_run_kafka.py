@@ -11,6 +11,7 @@ import pytest
 from state.settings import MODEL_KEYS
 from streaming.alert_consumer import run_alerts
 from streaming.job import start_kafka_job
+from streaming.session import DEFAULT_CONF
 from streaming.settings import EngineSettings
 from tests.kafka_broker import consume_all, produce_records
 
@@ -110,8 +111,16 @@ def test_run_answers_every_request_across_a_restart(spark, kafka_bootstrap, topi
     check = {"type": "ensemble_check", "cluster": "c1", "time": _iso(50), "request_id": "check-1",
              "ledger_id": 99, "ensemble": ["bk0:3181", "bk3:3181"], "write_quorum": 2, "ack_quorum": 2}
     produce_records(kafka_bootstrap, topics["requests"], _keyed([check]))
-    # At most 10 records per micro-batch: the first run stops with most of the backlog unread.
-    _run_once(spark, {**conf, "engine.kafka.maxOffsetsPerTrigger": "10"}, "run-e2e-1", stop_mid_stream=True)
+    # At most 10 records per micro-batch: the first run stops with most of the backlog unread. It writes
+    # its state without RocksDB changelog checkpointing, as engines before the session turned it on did:
+    # the second run, with the session's default, must carry every cluster's model on from there.
+    changelog = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+    assert DEFAULT_CONF[changelog] == "true"
+    spark.conf.set(changelog, "false")
+    try:
+        _run_once(spark, {**conf, "engine.kafka.maxOffsetsPerTrigger": "10"}, "run-e2e-1", stop_mid_stream=True)
+    finally:
+        spark.conf.set(changelog, DEFAULT_CONF[changelog])
 
     second = _creates("c1", 20, 15)
     produce_records(kafka_bootstrap, topics["requests"], _keyed(second))
