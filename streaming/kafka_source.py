@@ -397,19 +397,22 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return result
 
     def _probe_ends(self, fetch_from: dict[str, int]) -> dict[str, int]:
-        """True end offsets, from the high watermark of a fetch starting at each partition's last listed batch.
+        """True end offsets, read from fetch responses starting at each partition's last listed batch.
 
         tansu quirk (facts §4 quirk 1): its ListOffsets answer is the last batch's base offset + 1, while its
-        fetch responses carry the right high watermark. The batch at ``listed - 1`` is fetched; once a
-        partition's first record has arrived, the client's cached high watermark (librdkafka sets it from each
-        fetch response before it queues the response's records) is an end at or past the listed batch's last
-        record, with every offset before it readable. A partition whose watermark is not known yet ends where
-        librdkafka reports end-of-partition. (Reading on to end-of-partition everywhere chased a busy producer:
-        0.1-1.5 s per micro-batch at 5,000 records/s, docs/performance.md, seventh pass.)
+        fetch responses carry the right high watermark. The batch at ``listed - 1`` is fetched, and each
+        partition is read up to the high watermark that the fetch response of its first record reported (the
+        client's cached one): every record before it has then been delivered, so every offset before it is
+        readable. Records appended later are left to the next micro-batch; reading on to end-of-partition, as
+        this probe did before, chased a producer that kept writing (0.1-1.5 s per micro-batch at 5,000
+        records/s, docs/performance.md, seventh pass). End-of-partition still ends a partition first where it
+        comes first: with transactions (read_committed), records past the last stable offset are not delivered
+        and the end is that offset, as librdkafka reports it.
         """
         consumer = self._metadata_consumer()
         consumer.assign([TopicPartition(*parse_offset_key(k), off) for k, off in sorted(fetch_from.items())])
         ends: dict[str, int] = {}
+        targets: dict[str, int] = {}  # the high watermark when the partition's first record arrived
         seen = {k: off for k, off in fetch_from.items()}
         deadline = time.monotonic() + self._timeout_s
         try:
@@ -428,10 +431,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 err = msg.error()
                 if err is None:
                     seen[key] = max(seen[key], msg.offset() + 1)
-                    _low, high = consumer.get_watermark_offsets(TopicPartition(msg.topic(), msg.partition()),
-                                                                cached=True)
-                    if high >= seen[key]:
-                        ends[key] = high
+                    target = targets.get(key)
+                    if target is None:
+                        _low, target = consumer.get_watermark_offsets(TopicPartition(msg.topic(), msg.partition()),
+                                                                      cached=True)
+                        targets[key] = target  # negative while unknown: end-of-partition decides
+                    if 0 <= target <= seen[key]:
+                        ends[key] = seen[key]
                 elif err.code() == KafkaError._PARTITION_EOF:
                     ends[key] = max(seen[key], msg.offset())
                 else:
