@@ -550,8 +550,8 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
     Mirrors streaming.stateful's function stage by stage (input frame and sort, parse, snapshot load,
     step with the policy calls timed apart, output JSON, output frame, snapshot dump), without Spark.
     Also returns "snapshot bytes (last)", "snapshot load s (last)" and "snapshot store s (last)" (CPU
-    seconds of one more load and store of the last snapshot), "audit ledgers (last)" and, per policy method, "policy.<name> x<calls>" (CPU seconds,
-    already inside "step: policy calls").
+    seconds of one more load and store of the last snapshot), "audit ledgers (last)" and, per policy
+    method, "policy.<name> x<calls>" (CPU seconds, already inside "step: policy calls").
     """
     import pandas as pd
 

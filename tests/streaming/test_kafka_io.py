@@ -281,8 +281,8 @@ def test_sink_delivery_failure_fails_the_batch_with_an_error_naming_the_topic(sp
 
 def test_planned_ends_are_readable_while_a_producer_appends_and_reach_the_log_end_once_it_stops(kafka_bootstrap,
                                                                                                kafka_topic):
-    """The driver plans end offsets while records keep arriving (the end-offset probe settles on the high
-    watermark of its first fetch instead of reading on to end-of-partition): every planned range reads in
+    """The driver plans end offsets while records keep arriving (the end-offset probe reads each partition
+    up to the high watermark of its first fetch, not on to end-of-partition): every planned range reads in
     full, in order, and the plan after the last write reaches the log end, the last batch's tail included."""
     topic = kafka_topic(partitions=2)
     reader = KafkaStreamReader(KafkaSourceSettings.from_options(

@@ -99,6 +99,10 @@ def _run_once(spark, conf, name, *, stop_mid_stream=False):
         query.stop()
 
 
+def _files(directory, suffix: str) -> list:
+    return list(directory.rglob(f"*{suffix}"))
+
+
 def test_run_answers_every_request_across_a_restart(spark, kafka_bootstrap, topics, tmp_path):
     conf = _conf(kafka_bootstrap, topics, tmp_path / "checkpoint")
     produce_records(kafka_bootstrap, topics["events"], _keyed(_bookies("c1") + _bookies("c2")))
@@ -115,16 +119,19 @@ def test_run_answers_every_request_across_a_restart(spark, kafka_bootstrap, topi
     # its state without RocksDB changelog checkpointing, as engines before the session turned it on did:
     # the second run, with the session's default, must carry every cluster's model on from there.
     changelog = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-    assert DEFAULT_CONF[changelog] == "true"
     spark.conf.set(changelog, "false")
     try:
         _run_once(spark, {**conf, "engine.kafka.maxOffsetsPerTrigger": "10"}, "run-e2e-1", stop_mid_stream=True)
     finally:
         spark.conf.set(changelog, DEFAULT_CONF[changelog])
 
+    state = tmp_path / "checkpoint" / "state"
+    assert _files(state, ".zip") and not _files(state, ".changelog"), "the first run commits RocksDB snapshots"
+
     second = _creates("c1", 20, 15)
     produce_records(kafka_bootstrap, topics["requests"], _keyed(second))
     _run_once(spark, conf, "run-e2e-2")
+    assert _files(state, ".changelog"), "with the engine's session defaults a commit writes a changelog"
 
     decisions = [json.loads(r.value) for r in consume_all(kafka_bootstrap, topics["decisions"])]
     by_request: dict[str, dict] = {}
