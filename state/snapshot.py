@@ -1,6 +1,6 @@
 """`ClusterModel` <-> bytes for Spark's state store: versioned, compact, bounded (STYLE R9).
 
-Format: zlib-compressed UTF-8 JSON of one object `{"v": 3, ...}`. The policy's internals travel as
+Format: zlib-compressed UTF-8 JSON of one object `{"v": 4, ...}`. The policy's internals travel as
 the policy's own `export_state()` and are restored with `import_state()`; the ledger audit's registry
 in its packed form (`state.registry`: integer columns as base64 arrays, entries built only when read,
 so a load and a store cost little per remembered ledger); everything else is the model's
@@ -36,7 +36,7 @@ from .cluster import BookieFacts, ClusterModel
 from .health import TopologyHealth
 from .settings import ModelSettings
 
-VERSION = 3
+VERSION = 4
 
 
 def _v1_to_v2(document: dict[str, Any]) -> dict[str, Any]:
@@ -51,8 +51,15 @@ def _v2_to_v3(document: dict[str, Any]) -> dict[str, Any]:
     return {**document, "v": 3}
 
 
+def _v3_to_v4(document: dict[str, Any]) -> dict[str, Any]:
+    """v4 stores the packed registry's columns narrowed and delta-coded (`state.registry` format 2);
+    `LedgerRegistry.unpack` still reads v3's format 1, so the document only changes its number. The
+    bump keeps a v3 engine, which would read format 2 as an empty audit, from loading it."""
+    return {**document, "v": 4}
+
+
 #: version -> function turning a document of that version into one of the next version.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3}
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 class SnapshotError(ValueError):

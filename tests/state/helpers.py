@@ -155,3 +155,22 @@ def v2_audit(audit_state):
         if more is not None:
             extra[str(row)] = more
     return {"bookies": list(numbers), **columns, "extra": extra, "cursor": audit_state.get("cursor", "")}
+
+
+def format_1(packed):
+    """`packed` (format 2) as the engines before it wrote it: every column at its array's own width
+    (`q` 64-bit, `i` 32-bit, little-endian) and one verdict text per extra row."""
+    import base64
+
+    from state.registry import _decode
+
+    old = dict(packed, packed=1)
+    for name in ("ledger_ids", "seen_ms"):
+        values = _decode(packed[name], "q")
+        old[name] = "q:" + base64.b64encode(values.tobytes()).decode("ascii")
+    for name in ("sizes", "members", "write_quorums", "ack_quorums", "extra_rows", "waiting_rows"):
+        values = _decode(packed[name], "i")
+        old[name] = "i:" + base64.b64encode(values.tobytes()).decode("ascii")
+    old["extra"] = [packed["extra"][n] for n in _decode(packed["extra_index"], "i")]
+    del old["extra_index"]
+    return old

@@ -8,7 +8,7 @@ from state.cluster import ClusterModel
 from state.health import ALERT_DEFAULT_RACK
 from state.outputs import ALERT_FLAPPING
 from state.snapshot import dumps, from_document, loads, to_document
-from tests.state.helpers import Runner, create, lost, writable
+from tests.state.helpers import Runner, create, format_1, lost, writable
 
 pytestmark = pytest.mark.skipif("audit" not in ClusterModel.__init__.__code__.co_names,
                                 reason="the ledger audit is not wired into state.step yet")
@@ -58,3 +58,19 @@ def test_a_v1_snapshot_loads_with_an_empty_audit_and_re_raises_nothing():
     produced = runner.run(lost(3_000, "d:3181"), writable(3_500, "d:3181"))
     assert [a["type"] for a in runner.alerts(produced=produced)] == [ALERT_DEFAULT_RACK], \
         "the default-rack bookie, never reported by v1, is reported at its next change"
+
+
+def test_a_v3_snapshot_loads_its_full_width_registry_and_keeps_its_open_alerts():
+    runner = Runner(CONF)
+    runner.run(*SETUP, *[create(1_000 + n, f"r{n}", 3, 2, 2, ledger_id=n) for n in range(40)])
+    victim = runner.decision("r1")["ensemble"][0]
+    runner.run(lost(2_000, victim))
+    opened = runner.model.audit.open_alerts()
+    assert opened
+    document = to_document(runner.model)
+    older = dict(document, v=3, audit={**format_1(document["audit"]), "cursor": document["audit"]["cursor"]})
+    assert older["audit"]["ledger_ids"].startswith("q:")
+    model = from_document(older, runner.conf)
+    model.check_invariants()
+    assert to_document(model) == document
+    assert model.audit.open_alerts() == opened
