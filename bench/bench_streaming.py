@@ -89,6 +89,7 @@ def start_passthrough(spark, conf: dict[str, str], settings, query_name: str):
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     from streaming.job import kafka_outputs, kafka_records
+    from streaming.session import use_local_checkpoint_writer
     from streaming.stateful import INPUT_COLUMNS, OUTPUT_DDL
 
     records = kafka_records(spark, settings)
@@ -96,6 +97,7 @@ def start_passthrough(spark, conf: dict[str, str], settings, query_name: str):
         .withColumn("shard", F.lit(0)).select(*INPUT_COLUMNS)
     outputs = keyed.groupBy("cluster", "shard").applyInPandasWithState(
         make_passthrough_function(), OUTPUT_DDL, "seen long", "append", GroupStateTimeout.NoTimeout)
+    use_local_checkpoint_writer(spark, settings.checkpoint_location)
     writer = kafka_outputs(outputs, settings).writeStream.option("checkpointLocation", settings.checkpoint_location) \
         .trigger(processingTime=f"{settings.trigger_seconds} seconds").queryName(query_name) \
         .format("placement-kafka").option("kafka.bootstrap.servers", settings.bootstrap_servers)

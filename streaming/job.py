@@ -20,6 +20,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from events import REQUEST_TYPES
 
+from .session import use_local_checkpoint_writer
 from .settings import EngineSettings
 from .stateful import INPUT_COLUMNS, OUTPUT_DDL, SOURCE_PACKED, STATE_DDL, make_state_function
 
@@ -243,6 +244,7 @@ def start_kafka_job(spark: SparkSession, conf: Mapping[str, str], settings: Engi
     """
     placed = place(kafka_records(spark, settings), conf, settings, "kafka", idle_ticks=True)
     outputs = kafka_outputs(placed, settings)
+    use_local_checkpoint_writer(spark, settings.checkpoint_location)
     writer = outputs.writeStream.option("checkpointLocation", settings.checkpoint_location) \
         .trigger(processingTime=f"{settings.trigger_seconds} seconds").queryName(query_name)
     if settings.kafka_connector == "native":

@@ -39,6 +39,7 @@ from events import parse_time_ms
 
 from .config import ConfigError
 from .packed import PACK_SIZE, SUMMARY, last_value, pack, route, top_level
+from .session import use_local_checkpoint_writer
 from .settings import EngineSettings
 from .stateful import HORIZON_PART
 
@@ -232,6 +233,7 @@ def run_replay(spark, conf: Mapping[str, str], settings: EngineSettings, events:
             if progress is not None:
                 progress({"batch": batch_id, "records": summary.records, **summary.outputs})
 
+        use_local_checkpoint_writer(spark, str(work / "checkpoint"))
         query = (outputs.writeStream.foreachBatch(write_batch)
                  .option("checkpointLocation", str(work / "checkpoint"))
                  .trigger(availableNow=True).queryName(f"replay-{os.getpid()}-{id(summary)}").start())
