@@ -45,6 +45,7 @@ from events.model import (  # noqa: E402
 )
 from state import ModelSettings, dumps, loads, step  # noqa: E402
 from state.snapshot import to_document  # noqa: E402
+from streaming.stateful import STATE_CODEC  # noqa: E402
 
 CLUSTER = "bench"
 BATCH = 1000
@@ -74,11 +75,11 @@ def build(bookies: int, racks: int, conf: dict, settings: ModelSettings, seed: i
 
 def size_part(bookies: int, racks: int, conf: dict, settings: ModelSettings, seed: int) -> dict:
     model, _ = build(bookies, racks, conf, settings, seed)
-    blob = dumps(model)
+    blob = dumps(model, STATE_CODEC)
     plain = len(zlib.decompress(blob))
-    dump_s = min(common.timed(lambda: dumps(model))[1] for _ in range(3))
-    load_s = min(common.timed(lambda: loads(blob, conf, settings))[1] for _ in range(3))
-    again = loads(blob, conf, settings)
+    dump_s = min(common.timed(lambda: dumps(model, STATE_CODEC))[1] for _ in range(3))
+    load_s = min(common.timed(lambda: loads(blob, conf, settings, codec=STATE_CODEC))[1] for _ in range(3))
+    again = loads(blob, conf, settings, codec=STATE_CODEC)
     assert to_document(again) == to_document(model), "snapshot round trip changed the model"
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
@@ -141,10 +142,10 @@ def mixed_stream(names: list[str], count: int, rng: random.Random, start_ms: int
 
 def rate(model, records: list, conf: dict, settings: ModelSettings, repeat: int) -> float:
     """Records per CPU-second of stepping `records` (batches of 1000) from a copy of `model`."""
-    blob = dumps(model)
+    blob = dumps(model, STATE_CODEC)
     best = float("inf")
     for _ in range(repeat):
-        current = loads(blob, conf, settings)
+        current = loads(blob, conf, settings, codec=STATE_CODEC)
         started = time.process_time()
         for start in range(0, len(records), BATCH):
             current = step(current, CLUSTER, records[start:start + BATCH], settings, conf).model

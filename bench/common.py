@@ -559,6 +559,7 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
     from state.cluster import ClusterModel
     from state.settings import ModelSettings
     from state.snapshot import dumps, loads
+    from streaming.stateful import STATE_CODEC
     from state.step import step
 
     from streaming.stateful import GC_THRESHOLD
@@ -583,7 +584,8 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
                 raise RuntimeError(f"generated record became a dead letter: {item.reason}: {item.detail}")
             items.append(item)
         t2 = clock()
-        model = loads(blob, conf, settings=settings) if blob is not None else ClusterModel(cluster, settings, conf)
+        model = (loads(blob, conf, settings=settings, codec=STATE_CODEC) if blob is not None
+                 else ClusterModel(cluster, settings, conf))
         t3 = clock()
         calls: dict[str, list[float]] = {}
         depth = [0]
@@ -605,7 +607,7 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
         t6 = clock()
         for name in POLICY_CALLS:  # drop the timing wrappers before serialising
             result.model.policy.__dict__.pop(name, None)
-        blob = dumps(result.model)
+        blob = dumps(result.model, STATE_CODEC)
         snapshot_bytes = len(blob)
         t7 = clock()
         stages["input frame + sort"] += t1 - t0
@@ -619,9 +621,9 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
     stages["snapshot bytes (last)"] = snapshot_bytes
     if blob is not None:  # one cold load and one store of the last snapshot (a group moved to another worker)
         t0 = clock()
-        model = loads(blob, conf, settings=settings)
+        model = loads(blob, conf, settings=settings, codec=STATE_CODEC)
         t1 = clock()
-        dumps(model)
+        dumps(model, STATE_CODEC)
         stages["snapshot load s (last)"], stages["snapshot store s (last)"] = t1 - t0, clock() - t1
         stages["audit ledgers (last)"] = len(model.audit.entries)
     for name, (seconds, count) in sorted(per_call.items()):

@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from events import DeadLetter, Origin, Reason, parse_record, to_json_text
 from state import outputs
@@ -67,6 +68,31 @@ SOURCE_PACKED = "packed"
 
 HORIZON_PART = -1
 """`src_part` of a replay's end-of-input marker row (file source only; its value is the horizon in ms)."""
+
+
+class ZstdCodec:
+    """The state blobs' compression (`state.snapshot.Codec`): zstd through pyarrow, level 1.
+
+    A micro-batch loads and stores every group's model. For a busy cluster at the audit's bound
+    (100,000 ledgers, 4.2 MB of JSON) zstd level 1 compresses in 6.7 ms to 0.88 MB and decompresses in
+    2.8 ms; zlib level 1 took 25.6 ms to 1.30 MB and 11.2 ms back (docs/performance.md, eighth pass),
+    and the JVM moves and stores a third fewer bytes. zlib blobs (engines before it) still load.
+    """
+
+    magic = b"PEZ\x01"
+
+    def __init__(self, level: int = 1) -> None:
+        self._codec = pa.Codec("zstd", compression_level=level)
+
+    def compress(self, data: bytes) -> bytes:
+        return self._codec.compress(data, asbytes=True)
+
+    def decompress(self, data: bytes, size: int) -> bytes:
+        return self._codec.decompress(data, decompressed_size=size, asbytes=True)
+
+
+STATE_CODEC = ZstdCodec() if pa.Codec.is_available("zstd") else None
+"""The codec of the stored models (None, so zlib, where this pyarrow was built without zstd)."""
 
 
 class ModelCache:
@@ -197,7 +223,7 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     if state is not None:
         model = cache.take(cache_key, state) if cache_key is not None else None
         if model is None:
-            model = loads(state, conf, settings)
+            model = loads(state, conf, settings, STATE_CODEC)
     try:
         result = step_fn(model, cluster, items, settings, conf, shard=shard, shards=shards, horizon_ms=horizon_ms)
         if not cluster:
@@ -216,7 +242,7 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     current, produced = state, []
     model = None
     for item in items:
-        model = loads(current, conf, settings) if current is not None else None
+        model = loads(current, conf, settings, STATE_CODEC) if current is not None else None
         try:
             result = step_fn(model, cluster, [item], settings, conf, shard=shard, shards=shards)
         except Exception as exc:  # noqa: BLE001 - as above, for one record
@@ -226,14 +252,14 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
             model = None
             continue
         model = result.model
-        current = dumps(model) if cluster else None
+        current = dumps(model, STATE_CODEC) if cluster else None
         produced.extend(result.outputs)
     if current is None or not cluster:
         return Stepped(current, produced, None)
     if horizon_ms is not None:
         ticked = guarded_step(current, cluster, [], settings, conf, shard, shards, horizon_ms, step_fn)
         return Stepped(ticked.state, produced + ticked.outputs, ticked.next_due_ms)
-    model = model if model is not None else loads(current, conf, settings)
+    model = model if model is not None else loads(current, conf, settings, STATE_CODEC)
     return Stepped(current, produced, model.next_departure_due_ms())
 
 
@@ -258,7 +284,7 @@ def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]
         cache = MODEL_CACHE
     model = cache.take(cache_key, state) if cache_key is not None and state is not None else None
     if model is None and state is not None:
-        model = loads(state, conf, settings)
+        model = loads(state, conf, settings, STATE_CODEC)
     applied: list[Any] = []
     for number, part in enumerate(parts, 1):
         last = number == len(parts)
@@ -278,8 +304,9 @@ def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]
         yield stepped
         return
     if applied:
-        before = loads(state, conf, settings) if state is not None else None
-        state = dumps(step_fn(before, cluster, applied, settings, conf, shard=shard, shards=shards).model)
+        before = loads(state, conf, settings, STATE_CODEC) if state is not None else None
+        rebuilt = step_fn(before, cluster, applied, settings, conf, shard=shard, shards=shards).model
+        state = dumps(rebuilt, STATE_CODEC)
     failed = number
     for number, part in enumerate(parts[failed - 1:], failed):
         last = number == len(parts)
@@ -290,7 +317,7 @@ def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]
 
 
 def _stepped(model: Any, produced: list[Output]) -> Stepped:
-    return Stepped(dumps(model), produced, model.next_departure_due_ms())
+    return Stepped(dumps(model, STATE_CODEC), produced, model.next_departure_due_ms())
 
 
 def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int = 1,

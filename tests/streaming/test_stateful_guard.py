@@ -4,9 +4,9 @@ import json
 
 from events import Origin, parse_record
 from state.settings import ModelSettings
-from state.snapshot import loads
+from state.snapshot import dumps, loads
 from state.step import step
-from streaming.stateful import guarded_step
+from streaming.stateful import STATE_CODEC, guarded_step
 
 CONF = {"ensemblePlacementPolicy": "rackaware", "engine.seed": "3"}
 SETTINGS = ModelSettings.from_conf(CONF)
@@ -25,7 +25,7 @@ def test_without_a_bug_the_guard_is_the_plain_step():
     state, produced, _ = guarded_step(None, "c1", items, SETTINGS, CONF)
     direct = step(None, "c1", items, SETTINGS, CONF)
     assert [o.to_json() for o in produced] == [o.to_json() for o in direct.outputs]
-    assert loads(state, CONF).writable == direct.model.writable
+    assert loads(state, CONF, codec=STATE_CODEC).writable == direct.model.writable
 
 
 def test_a_record_the_engine_fails_on_becomes_a_dead_letter_and_a_failed_decision():
@@ -44,4 +44,16 @@ def test_a_record_the_engine_fails_on_becomes_a_dead_letter_and_a_failed_decisio
     assert [(d["code"], d["request_id"]) for d in letters] == [("INTERNAL_ERROR", "r1")]
     assert json.loads(letters[0]["raw"])["request_id"] == "r1"
     # The records around the failing one were applied: the state holds the six bookies.
-    assert len(loads(state, CONF).writable) == 6
+    assert len(loads(state, CONF, codec=STATE_CODEC).writable) == 6
+
+
+def test_models_are_stored_with_zstd_and_a_zlib_model_of_an_earlier_engine_resumes():
+    items = _records()
+    state, _, _ = guarded_step(None, "c1", items[:7], SETTINGS, CONF)
+    assert state.startswith(STATE_CODEC.magic)
+    earlier = dumps(loads(state, CONF, codec=STATE_CODEC))          # a zlib stream, as engines before wrote
+    assert not earlier.startswith(STATE_CODEC.magic)
+    resumed, produced, _ = guarded_step(earlier, "c1", items[7:], SETTINGS, CONF)
+    straight, expected, _ = guarded_step(state, "c1", items[7:], SETTINGS, CONF)
+    assert [o.to_json() for o in produced] == [o.to_json() for o in expected]
+    assert resumed == straight

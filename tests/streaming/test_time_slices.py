@@ -11,7 +11,7 @@ from events import DeadLetter, Origin, parse_record
 from state.settings import ModelSettings
 from state.snapshot import loads, to_document
 from state.step import step
-from streaming.stateful import ModelCache, guarded_step, make_state_function, step_slices, time_slices
+from streaming.stateful import STATE_CODEC, ModelCache, guarded_step, make_state_function, step_slices, time_slices
 from tests.streaming.test_model_cache import CONF, GroupState, _day, _frame, _run
 
 
@@ -69,7 +69,7 @@ def _parsed(lines):
 def test_the_model_is_stored_once_after_the_last_slice(monkeypatch):
     dumped = []
     real_dumps = stateful.dumps
-    monkeypatch.setattr(stateful, "dumps", lambda model: dumped.append(1) or real_dumps(model))
+    monkeypatch.setattr(stateful, "dumps", lambda model, *codec: dumped.append(1) or real_dumps(model, *codec))
     settings = ModelSettings.from_conf(CONF)
     items = _parsed(_day())
     parts = time_slices(items, 9)
@@ -99,6 +99,7 @@ def test_a_slice_that_fails_is_retried_record_by_record_from_the_state_it_starte
     whole = guarded_step(None, "c1", in_order, settings, CONF, step_fn=buggy_step)
     assert [o.to_json() for s in stepped for o in s.outputs] == [o.to_json() for o in whole.outputs]
     assert [s.state is None for s in stepped] == [True] * (len(parts) - 1) + [False]
-    assert to_document(loads(stepped[-1].state, CONF)) == to_document(loads(whole.state, CONF))
+    assert to_document(loads(stepped[-1].state, CONF, codec=STATE_CODEC)) == \
+        to_document(loads(whole.state, CONF, codec=STATE_CODEC))
     failed = [o.payload for s in stepped for o in s.outputs if o.kind == "decision" and o.payload["status"] == "failed"]
     assert [(d["request_id"], d["error"]["code"]) for d in failed] == [(bad, "INTERNAL_ERROR")]
