@@ -228,13 +228,18 @@ class LedgerRegistry:
         n = len(ledger_ids)
         self._bookies = bookies
         self._bookie_number = {bookie: number for number, bookie in enumerate(bookies)}
-        self._row_of_ledger = dict(zip(ledger_ids, range(n)))      # -1 (no ledger id) is never looked up
-        self._row_of_request = ({request_ids[row]: row for row in range(n) if ledger_ids[row] < 0}
-                                if -1 in self._row_of_ledger else {})
+        # Lookups by ledger id and by request id, built at the first lookup that needs them: a model
+        # stored and then dropped (Spark gives the group to another worker) never builds them, and
+        # ledger ids above every base row's (new ledgers: BookKeeper's ids grow) need no lookup.
+        self._row_of_ledger: dict[int, int] | None = None       # -1 (no ledger id) is never looked up
+        self._row_of_request: dict[str, int] | None = None
+        self._max_ledger_id = int(np.frombuffer(ledger_ids, dtype=np.int64).max()) if n else -1
         self._ledger_ids = ledger_ids
         self._request_ids = request_ids
         self._sizes = sizes
-        self._offsets = array("q", accumulate(sizes, initial=0))
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.frombuffer(sizes, dtype=np.int32), out=offsets[1:])
+        self._offsets = array("q", offsets.tobytes())
         self._members = members
         self._write_quorums = write_quorums
         self._ack_quorums = ack_quorums
@@ -509,9 +514,22 @@ class LedgerRegistry:
         """The base row of `key` (gone or not), or None. Keys are `ledger_key`'s, so the id reads back."""
         if key.startswith("ledger/"):
             digits = key[7:]
-            return self._row_of_ledger.get(int(digits)) if digits.isascii() and digits.isdigit() else None
+            if not (digits.isascii() and digits.isdigit()):
+                return None
+            ledger_id = int(digits)
+            if ledger_id > self._max_ledger_id:
+                return None
+            rows = self._row_of_ledger
+            if rows is None:
+                rows = self._row_of_ledger = dict(zip(self._ledger_ids, range(self._n)))
+            return rows.get(ledger_id)
         if key.startswith("request/"):
-            return self._row_of_request.get(key[8:])
+            rows = self._row_of_request
+            if rows is None:
+                requests = self._request_ids
+                rows = self._row_of_request = {requests[row]: row for row in
+                                               np.flatnonzero(np.frombuffer(self._ledger_ids, dtype=np.int64) < 0).tolist()}
+            return rows.get(key[8:])
         return None
 
     def _key_at(self, row: int) -> str:

@@ -239,3 +239,17 @@ def test_the_audit_reads_the_list_columns_of_older_engines():
     assert [fields_of(entry) for entry in older.entries.values()] == [fields_of(entry) for entry in entries]
     assert older.waiting == {"request/r2"}
     assert older.export_state() == packed
+
+
+def test_a_loaded_registry_builds_its_lookup_by_ledger_id_only_when_an_older_id_is_looked_up():
+    registry = LedgerRegistry()
+    for number in range(100):
+        registry.add(AuditEntry(f"ledger/{number}", number, f"r{number}", ("a", "b"), 2, 2, number))
+    registry.add(AuditEntry("request/q", None, "q", ("a", "b"), 2, 2, 100))
+    copy = LedgerRegistry()
+    copy.unpack(registry.pack())
+    copy.pack()                                          # stored again without a lookup
+    assert "ledger/100" not in copy and copy.get("ledger/5000") is None
+    assert copy._row_of_ledger is None, "ids above every stored one need no lookup"  # noqa: SLF001
+    assert copy.get("ledger/42").request_id == "r42" and "ledger/99" in copy and "ledger/-1" not in copy
+    assert copy.get("request/q").ledger_id is None and "request/r5" not in copy
