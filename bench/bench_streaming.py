@@ -496,6 +496,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = parser.parse_args(argv)
     args.rates = [int(r) for r in str(args.rate).split(",") if r.strip()]
+    for item in args.spark_conf:
+        if not item.partition("=")[0].strip() or "=" not in item:
+            parser.error(f"--spark-conf: expected KEY=VALUE (a Spark setting), got {item!r}")
     pipelines = [p.strip() for p in args.pipelines.split(",") if p.strip()]
     if set(pipelines) - {"placement", "passthrough"}:
         parser.error("--pipelines: expected placement and/or passthrough")
