@@ -192,6 +192,8 @@ def _decode(text: str, typecode: str) -> array:
     if head.startswith("D"):
         first_text, _, head = head[1:].partition(",")
         first = int(first_text)
+        if not -(2**63) <= first < 2**63:
+            raise ValueError(f"packed ledger registry: a column starting at {first}, beyond 64 bits")
     dtype = _WIDTH_OF.get(head)
     if dtype is None:
         raise ValueError(f"packed ledger registry: a column of unknown width {head!r}")
@@ -527,8 +529,8 @@ class LedgerRegistry:
             rows = self._row_of_request
             if rows is None:
                 requests = self._request_ids
-                rows = self._row_of_request = {requests[row]: row for row in
-                                               np.flatnonzero(np.frombuffer(self._ledger_ids, dtype=np.int64) < 0).tolist()}
+                without_id = np.flatnonzero(np.frombuffer(self._ledger_ids, dtype=np.int64) < 0).tolist()
+                rows = self._row_of_request = {requests[row]: row for row in without_id}
             return rows.get(key[8:])
         return None
 

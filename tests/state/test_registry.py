@@ -214,6 +214,7 @@ def test_a_busy_registry_is_stored_far_smaller_than_in_the_previous_format():
 @pytest.mark.parametrize(("column", "text", "reason"), [
     ("seen_ms", "i:AAAAAA==", "typecode 'i', expected 'q'"),          # format 1, the wrong width
     ("sizes", "i3:AAAA", "unknown width 'i3'"),
+    ("ledger_ids", f"D{2**64},i1:AA==", "beyond 64 bits"),
     ("sizes", "i8:" + base64.b64encode((2**40).to_bytes(8, "little")).decode(), "beyond typecode 'i'"),
 ])
 def test_a_column_that_cannot_be_read_is_refused_with_the_reason(column, text, reason):
