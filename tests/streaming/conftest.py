@@ -4,6 +4,8 @@
   ``PLACEMENT_TEST_KAFKA=host:port`` (then nothing is started).
 * ``kafka_topic``: a factory ``kafka_topic(partitions=3, prefix="t") -> name`` creating a uniquely named topic.
 * ``spark``: ``build_session("local[2]")``, stopped at the end of the session.
+* ``unset_manager``: the session with no checkpoint file manager set (restored afterwards), so a test can
+  see which code path sets it.
 
 Tests take their checkpoint directories from ``tmp_path``.
 """
@@ -47,3 +49,17 @@ def spark():
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture()
+def unset_manager(spark):
+    """`spark` without `spark.sql.streaming.checkpointFileManagerClass` for the test; the setting is put back."""
+    from streaming.session import CHECKPOINT_FILE_MANAGER
+
+    before = spark.conf.get(CHECKPOINT_FILE_MANAGER, None)
+    spark.conf.unset(CHECKPOINT_FILE_MANAGER)
+    yield spark
+    if before is None:
+        spark.conf.unset(CHECKPOINT_FILE_MANAGER)
+    else:
+        spark.conf.set(CHECKPOINT_FILE_MANAGER, before)

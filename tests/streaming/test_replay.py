@@ -9,6 +9,7 @@ from events import format_time
 from streaming.cli import main
 from streaming.demo import generate, write_input
 from streaming.replay import run_replay
+from streaming.session import CHECKPOINT_FILE_MANAGER, LOCAL_CHECKPOINT_FILE_MANAGER
 from streaming.settings import EngineSettings
 
 T0 = 1_790_000_000_000
@@ -55,11 +56,14 @@ SMALL = [
 ]
 
 
-def test_replay_answers_every_request_and_dead_letters_bad_input(spark, tmp_path):
+def test_replay_answers_every_request_and_dead_letters_bad_input(unset_manager, tmp_path):
+    spark = unset_manager
     source = tmp_path / "in" / "events.jsonl"
     source.parent.mkdir()
     source.write_text(_lines(SMALL))
     out, summary = _replay(spark, tmp_path, [source.parent], "out")
+    # Its checkpoint is local: written through the FileSystem API (no process per renamed file).
+    assert spark.conf.get(CHECKPOINT_FILE_MANAGER) == LOCAL_CHECKPOINT_FILE_MANAGER
     decisions = {d["request_id"]: d for d in _read(out, "decisions")}
     assert set(decisions) == {"r1", "r2", "r3", "r4", "bad"}
     r1 = decisions["r1"]

@@ -11,7 +11,7 @@ import pytest
 from state.settings import MODEL_KEYS
 from streaming.alert_consumer import run_alerts
 from streaming.job import start_kafka_job
-from streaming.session import DEFAULT_CONF
+from streaming.session import CHECKPOINT_FILE_MANAGER, DEFAULT_CONF, LOCAL_CHECKPOINT_FILE_MANAGER
 from streaming.settings import EngineSettings
 from tests.kafka_broker import consume_all, produce_records
 
@@ -166,8 +166,8 @@ def _alert_types(bootstrap, topic):
              dict(r.headers)["ce_time"].decode(), json.loads(r.value)) for r in consume_all(bootstrap, topic)]
 
 
-def test_an_idle_cluster_reports_an_ended_stabilization_delay_without_a_record(spark, kafka_bootstrap, topics,
-                                                                              tmp_path):
+def test_an_idle_cluster_reports_an_ended_stabilization_delay_without_a_record(unset_manager, kafka_bootstrap,
+                                                                              topics, tmp_path):
     """c1 loses a bookie and then sends nothing; c2's later records move the event-time watermark past
     the end of c1's 2 s delay, and the idle tick reports it, stamped with the time the delay ended."""
     conf = {**_conf(kafka_bootstrap, topics, tmp_path / "checkpoint"), "networkTopologyStabilizePeriodSeconds": "2",
@@ -176,7 +176,10 @@ def test_an_idle_cluster_reports_an_ended_stabilization_delay_without_a_record(s
     later = {"type": "bookie_writable", "cluster": "c2", "time": _iso(60), "bookie": "bk9:3181", "location": "/rack0"}
     produce_records(kafka_bootstrap, topics["events"], _keyed(_bookies("c1") + _bookies("c2") + [lost, later]))
     settings = EngineSettings.from_conf(conf, frozenset(MODEL_KEYS))
+    spark = unset_manager
     query = start_kafka_job(spark, conf, settings, query_name="run-idle-tick")
+    # A local checkpoint is written through the FileSystem API (no process per renamed file).
+    assert spark.conf.get(CHECKPOINT_FILE_MANAGER) == LOCAL_CHECKPOINT_FILE_MANAGER
     resolved = "placement.bookie.departure_pending.resolved"
     try:
         _wait_for(lambda: any(t == resolved for t, *_ in _alert_types(kafka_bootstrap, topics["alerts"])), query,

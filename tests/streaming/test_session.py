@@ -6,17 +6,6 @@ import pytest
 from streaming.session import CHECKPOINT_FILE_MANAGER, LOCAL_CHECKPOINT_FILE_MANAGER, use_local_checkpoint_writer
 
 
-@pytest.fixture()
-def unset_manager(spark):
-    before = spark.conf.get(CHECKPOINT_FILE_MANAGER, None)
-    spark.conf.unset(CHECKPOINT_FILE_MANAGER)
-    yield spark
-    if before is None:
-        spark.conf.unset(CHECKPOINT_FILE_MANAGER)
-    else:
-        spark.conf.set(CHECKPOINT_FILE_MANAGER, before)
-
-
 @pytest.mark.parametrize("location", ["/var/lib/placement/checkpoint", "file:///tmp/checkpoint", "checkpoint"])
 def test_a_local_checkpoint_is_written_through_the_file_system_api(unset_manager, location):
     assert use_local_checkpoint_writer(unset_manager, location)
