@@ -57,3 +57,23 @@ def test_models_are_stored_with_zstd_and_a_zlib_model_of_an_earlier_engine_resum
     straight, expected, _ = guarded_step(state, "c1", items[7:], SETTINGS, CONF)
     assert [o.to_json() for o in produced] == [o.to_json() for o in expected]
     assert resumed == straight
+
+
+def test_without_zstd_in_pyarrow_the_state_function_stores_zlib_and_answers_alike(monkeypatch):
+    """A pyarrow built without zstd (`STATE_CODEC` None): models are zlib streams, the outputs and the
+    next batch's answers are those of the zstd engine."""
+    import streaming.stateful as stateful
+    from tests.streaming.test_model_cache import GroupState, _batches, _day, _run
+
+    def run_day():
+        monkeypatch.setattr(stateful, "MODEL_CACHE", stateful.ModelCache())   # every batch loads the blob
+        function, state = stateful.make_state_function(CONF, "kafka"), GroupState()
+        rows = [row for lines, first in _batches(_day(), 25) for row in _run(function, state, lines, first)]
+        return rows, state.value[0]
+
+    with_zstd, zstd_blob = run_day()
+    monkeypatch.setattr(stateful, "STATE_CODEC", None)
+    with_zlib, zlib_blob = run_day()
+    assert zstd_blob.startswith(STATE_CODEC.magic) and not zlib_blob.startswith(STATE_CODEC.magic)
+    assert with_zlib == with_zstd
+    assert loads(zlib_blob, CONF).writable == loads(zstd_blob, CONF, codec=STATE_CODEC).writable
