@@ -106,19 +106,15 @@ class _RecordingRandom:
 class _ReplayRandom:
     """`random()` answers `draws` first, then the generator's own values (see `_RecordingRandom`)."""
 
-    __slots__ = ("random", "left")
+    __slots__ = ("random",)
 
     def __init__(self, draws: list[float], rng: random.Random) -> None:
         pending = iter(draws)
         real = rng.random
-        self.left = len(draws)
 
         def replayed() -> float:
             value = next(pending, None)
-            if value is None:
-                return real()
-            self.left -= 1
-            return value
+            return real() if value is None else value
 
         self.random = replayed
 
