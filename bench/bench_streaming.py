@@ -277,6 +277,11 @@ def settle(query, timeout_s: float = 60.0) -> None:
         time.sleep(0.05)  # poll interval of a condition check
 
 
+WINDOW_S = 5
+"""The latency phase's p99 is also given per WINDOW_S seconds of produce time: the first windows show
+how long the job takes to settle after the throughput phase's backlog."""
+
+
 def latency_phase(query, producer, reader, memory, topics, names, members, rng, rate: int, args) -> dict:
     """Produce `rate` requests/s for `args.duration` s; latency of each from produce time to its decision."""
     clusters = len(names)
@@ -289,6 +294,7 @@ def latency_phase(query, producer, reader, memory, topics, names, members, rng, 
     due = 0.0
     n = 0
     begin = time.perf_counter()
+    begin_ns = time.time_ns()
     while True:
         elapsed_phase = time.perf_counter() - begin
         if elapsed_phase >= args.duration:
@@ -316,10 +322,16 @@ def latency_phase(query, producer, reader, memory, topics, names, members, rng, 
     with reader._lock:  # noqa: SLF001
         latencies = [reader.first_ts[i] - sent_ns[i] / 1e6 for i in ids if i in reader.first_ts]
         read_latencies = [(reader.first_read_ns[i] - sent_ns[i]) / 1e6 for i in ids if i in reader.first_read_ns]
+        by_window: dict[int, list[float]] = {}
+        for i in ids:
+            if i in reader.first_ts:
+                window = int((sent_ns[i] - begin_ns) / 1e9 // WINDOW_S)
+                by_window.setdefault(window, []).append(reader.first_ts[i] - sent_ns[i] / 1e6)
     return {"rate_target": rate, "produced": len(ids), "rate_offered": len(ids) / produce_s,
             "answered": len(latencies), "complete": complete, "missing": missing,
             "p50_ms": common.percentile(latencies, 50), "p99_ms": common.percentile(latencies, 99),
             "max_ms": max(latencies) if latencies else float("nan"),
+            "p99_ms_by_window": [common.percentile(by_window[w], 99) for w in sorted(by_window)],
             "p50_read_ms": common.percentile(read_latencies, 50),
             "p99_read_ms": common.percentile(read_latencies, 99),
             "batches": batch_profile(_progress_after(query, batch_before)), "cpu": cpu,
@@ -463,6 +475,10 @@ def print_result(r: dict) -> None:
               f"(decision timestamp - produce time; read back by the consumer: p50 {lat['p50_read_ms']:,.0f} ms, "
               f"p99 {lat['p99_read_ms']:,.0f} ms); {lat['answered']:,}/{lat['produced']:,} answered; "
               f"load {lat['load'][0]:.1f}->{lat['load'][1]:.1f}")
+        windows = lat.get("p99_ms_by_window") or []
+        if len(windows) > 1:
+            print(f"    p99 per {WINDOW_S} s of the phase (by produce time): "
+                  f"{', '.join(f'{p99:,.0f}' for p99 in windows)} ms")
         print(f"    batches: {_describe_batches(lat['batches'])}")
         print(f"    CPU: {common.describe_cpu(lat['cpu'])} over {lat['produced']:,} requests")
     print(f"  peak memory (PSS) of the process tree: {r['peak_rss']}", flush=True)
