@@ -69,8 +69,7 @@ def part_bookies(sizes, seconds: float, requests: int) -> list[dict]:
     from events import Origin, parse_record
     from policies import create_policy
     from state.settings import ModelSettings
-    from state.snapshot import dumps, loads
-    from streaming.stateful import STATE_CODEC
+    from streaming.stateful import dump_model, load_model
     from state.step import step
 
     conf = dict(common.BENCH_CONF)
@@ -107,9 +106,9 @@ def part_bookies(sizes, seconds: float, requests: int) -> list[dict]:
         texts = [o.to_json() for o in result.outputs]
         engine_s = time.process_time() - cpu
         failed = sum('"status":"failed"' in t for t in texts)
-        blob = dumps(model, STATE_CODEC)
-        dump_s = min(common.timed(lambda: dumps(model, STATE_CODEC))[2] for _ in range(3))
-        load_s = min(common.timed(lambda: loads(blob, conf, codec=STATE_CODEC))[2] for _ in range(3))
+        blob = dump_model(model)
+        dump_s = min(common.timed(lambda: dump_model(model))[2] for _ in range(3))
+        load_s = min(common.timed(lambda: load_model(blob, conf))[2] for _ in range(3))
         row = {"bookies": bookies, "racks": racks, "core_new_ensemble_per_s": core,
                "core_us_per_call": 1e6 / core, "engine_us_per_request": engine_s / requests * 1e6,
                "engine_requests_per_cpu_s": requests / engine_s, "failed_decisions": failed,

@@ -558,11 +558,9 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
     from events import DeadLetter, Origin, parse_record
     from state.cluster import ClusterModel
     from state.settings import ModelSettings
-    from state.snapshot import dumps, loads
-    from streaming.stateful import STATE_CODEC
     from state.step import step
 
-    from streaming.stateful import GC_THRESHOLD
+    from streaming.stateful import GC_THRESHOLD, dump_model, load_model
 
     gc.set_threshold(*GC_THRESHOLD)  # as the engine's Python workers run
     settings = ModelSettings.from_conf(conf)
@@ -584,7 +582,7 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
                 raise RuntimeError(f"generated record became a dead letter: {item.reason}: {item.detail}")
             items.append(item)
         t2 = clock()
-        model = (loads(blob, conf, settings=settings, codec=STATE_CODEC) if blob is not None
+        model = (load_model(blob, conf, settings) if blob is not None
                  else ClusterModel(cluster, settings, conf))
         t3 = clock()
         calls: dict[str, list[float]] = {}
@@ -607,7 +605,7 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
         t6 = clock()
         for name in POLICY_CALLS:  # drop the timing wrappers before serialising
             result.model.policy.__dict__.pop(name, None)
-        blob = dumps(result.model, STATE_CODEC)
+        blob = dump_model(result.model)
         snapshot_bytes = len(blob)
         t7 = clock()
         stages["input frame + sort"] += t1 - t0
@@ -621,9 +619,9 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
     stages["snapshot bytes (last)"] = snapshot_bytes
     if blob is not None:  # one cold load and one store of the last snapshot (a group moved to another worker)
         t0 = clock()
-        model = loads(blob, conf, settings=settings, codec=STATE_CODEC)
+        model = load_model(blob, conf, settings)
         t1 = clock()
-        dumps(model, STATE_CODEC)
+        dump_model(model)
         stages["snapshot load s (last)"], stages["snapshot store s (last)"] = t1 - t0, clock() - t1
         stages["audit ledgers (last)"] = len(model.audit.entries)
     for name, (seconds, count) in sorted(per_call.items()):

@@ -95,6 +95,16 @@ STATE_CODEC = ZstdCodec() if pa.Codec.is_available("zstd") else None
 """The codec of the stored models (None, so zlib, where this pyarrow was built without zstd)."""
 
 
+def dump_model(model: Any) -> bytes:
+    """The model as the streaming job stores it (`state.snapshot.dumps` framed by `STATE_CODEC`)."""
+    return dumps(model, STATE_CODEC)
+
+
+def load_model(blob: bytes, conf: Mapping[str, str], settings: ModelSettings | None = None) -> Any:
+    """A model the streaming job stored (or an earlier engine's zlib blob): `state.snapshot.loads`."""
+    return loads(blob, conf, settings, STATE_CODEC)
+
+
 class ModelCache:
     """Live models of this worker's recent groups, each tagged with the state blob it was stored as.
 
@@ -223,7 +233,7 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     if state is not None:
         model = cache.take(cache_key, state) if cache_key is not None else None
         if model is None:
-            model = loads(state, conf, settings, STATE_CODEC)
+            model = load_model(state, conf, settings)
     try:
         result = step_fn(model, cluster, items, settings, conf, shard=shard, shards=shards, horizon_ms=horizon_ms)
         if not cluster:
@@ -242,7 +252,7 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     current, produced = state, []
     model = None
     for item in items:
-        model = loads(current, conf, settings, STATE_CODEC) if current is not None else None
+        model = load_model(current, conf, settings) if current is not None else None
         try:
             result = step_fn(model, cluster, [item], settings, conf, shard=shard, shards=shards)
         except Exception as exc:  # noqa: BLE001 - as above, for one record
@@ -252,14 +262,14 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
             model = None
             continue
         model = result.model
-        current = dumps(model, STATE_CODEC) if cluster else None
+        current = dump_model(model) if cluster else None
         produced.extend(result.outputs)
     if current is None or not cluster:
         return Stepped(current, produced, None)
     if horizon_ms is not None:
         ticked = guarded_step(current, cluster, [], settings, conf, shard, shards, horizon_ms, step_fn)
         return Stepped(ticked.state, produced + ticked.outputs, ticked.next_due_ms)
-    model = model if model is not None else loads(current, conf, settings, STATE_CODEC)
+    model = model if model is not None else load_model(current, conf, settings)
     return Stepped(current, produced, model.next_departure_due_ms())
 
 
@@ -284,7 +294,7 @@ def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]
         cache = MODEL_CACHE
     model = cache.take(cache_key, state) if cache_key is not None and state is not None else None
     if model is None and state is not None:
-        model = loads(state, conf, settings, STATE_CODEC)
+        model = load_model(state, conf, settings)
     applied: list[Any] = []
     for number, part in enumerate(parts, 1):
         last = number == len(parts)
@@ -304,9 +314,9 @@ def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]
         yield stepped
         return
     if applied:
-        before = loads(state, conf, settings, STATE_CODEC) if state is not None else None
+        before = load_model(state, conf, settings) if state is not None else None
         rebuilt = step_fn(before, cluster, applied, settings, conf, shard=shard, shards=shards).model
-        state = dumps(rebuilt, STATE_CODEC)
+        state = dump_model(rebuilt)
     failed = number
     for number, part in enumerate(parts[failed - 1:], failed):
         last = number == len(parts)
@@ -317,7 +327,7 @@ def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]
 
 
 def _stepped(model: Any, produced: list[Output]) -> Stepped:
-    return Stepped(dumps(model, STATE_CODEC), produced, model.next_departure_due_ms())
+    return Stepped(dump_model(model), produced, model.next_departure_due_ms())
 
 
 def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int = 1,
