@@ -9,8 +9,8 @@ CPU-second of this process, best of --repeat runs):
 
 * size: a cluster of --bookies bookies on --racks racks (each registered writable with its location
   and a disk report; 1% then lost), under bench/common.py's BENCH_CONF (rack-aware, enforced, disk
-  weights, 30 s stabilization). Prints the snapshot size (zlib JSON, what Spark's state store keeps)
-  and its uncompressed size, dumps/loads time, and the model's in-memory size (tracemalloc: bytes
+  weights, 30 s stabilization). Prints the snapshot size (the JSON in the streaming job's zstd frame,
+  what Spark's state store keeps) and its uncompressed size, dumps/loads time, and the model's in-memory size (tracemalloc: bytes
   allocated by building it, policy included).
 * throughput, for --bookies and for a typical 120-bookie/12-rack cluster, micro-batches of 1000:
   - membership events (a bookie lost, back, read-only, writable again; on_cluster_changed each),
@@ -27,7 +27,6 @@ import random
 import sys
 import time
 import tracemalloc
-import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -43,9 +42,9 @@ from events.model import (  # noqa: E402
     EnsembleCheck,
     LedgerCreate,
 )
-from state import ModelSettings, dumps, loads, step  # noqa: E402
-from state.snapshot import to_document  # noqa: E402
-from streaming.stateful import STATE_CODEC  # noqa: E402
+from state import ModelSettings, step  # noqa: E402
+from state.snapshot import decompress, to_document  # noqa: E402
+from streaming.stateful import STATE_CODEC, dump_model, load_model  # noqa: E402
 
 CLUSTER = "bench"
 BATCH = 1000
@@ -75,11 +74,11 @@ def build(bookies: int, racks: int, conf: dict, settings: ModelSettings, seed: i
 
 def size_part(bookies: int, racks: int, conf: dict, settings: ModelSettings, seed: int) -> dict:
     model, _ = build(bookies, racks, conf, settings, seed)
-    blob = dumps(model, STATE_CODEC)
-    plain = len(zlib.decompress(blob))
-    dump_s = min(common.timed(lambda: dumps(model, STATE_CODEC))[1] for _ in range(3))
-    load_s = min(common.timed(lambda: loads(blob, conf, settings, codec=STATE_CODEC))[1] for _ in range(3))
-    again = loads(blob, conf, settings, codec=STATE_CODEC)
+    blob = dump_model(model)
+    plain = len(decompress(blob, STATE_CODEC))
+    dump_s = min(common.timed(lambda: dump_model(model))[1] for _ in range(3))
+    load_s = min(common.timed(lambda: load_model(blob, conf, settings))[1] for _ in range(3))
+    again = load_model(blob, conf, settings)
     assert to_document(again) == to_document(model), "snapshot round trip changed the model"
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
@@ -142,10 +141,10 @@ def mixed_stream(names: list[str], count: int, rng: random.Random, start_ms: int
 
 def rate(model, records: list, conf: dict, settings: ModelSettings, repeat: int) -> float:
     """Records per CPU-second of stepping `records` (batches of 1000) from a copy of `model`."""
-    blob = dumps(model, STATE_CODEC)
+    blob = dump_model(model)
     best = float("inf")
     for _ in range(repeat):
-        current = loads(blob, conf, settings, codec=STATE_CODEC)
+        current = load_model(blob, conf, settings)
         started = time.process_time()
         for start in range(0, len(records), BATCH):
             current = step(current, CLUSTER, records[start:start + BATCH], settings, conf).model
