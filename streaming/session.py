@@ -114,8 +114,8 @@ def use_local_checkpoint_writer(spark: SparkSession, checkpoint_location: str) -
     """Write a checkpoint on the local file system through the `FileSystem` API (see
     :data:`LOCAL_CHECKPOINT_FILE_MANAGER`); call before the query starts.
 
-    Measured with one cluster at 5,000 requests/s: the offsets and commit log writes of a micro-batch
-    43-48 -> 10-21 ms (docs/performance.md, eighth pass). A checkpoint elsewhere (HDFS, S3, ...), or a
+    Measured with one cluster at 5,000 requests/s: a micro-batch's offsets log write (`walCommit`)
+    33-35 -> 10-12 ms, its commit log write 48-53 -> 18-25 ms (docs/performance.md, eighth pass). A checkpoint elsewhere (HDFS, S3, ...), or a
     session where `spark.sql.streaming.checkpointFileManagerClass` is already set, is left to Spark.
 
     Returns:
