@@ -35,7 +35,7 @@ from .location import DEFAULT_REGION_AND_RACK, ROOT, UNKNOWN_REGION
 from .provenance import RULE_REGIONS, failed, fixed, no_fix, unavailable
 from .rackaware import RackawarePolicy
 from .resolver import LocationResolver
-from .selection import WeightedSelector, pick_uniform
+from .selection import WeightedSelector, lazy_shuffle, pick_uniform
 from .settings import PlacementSettings
 
 POLICY_NAME = "regionaware"
@@ -119,6 +119,26 @@ class _ReplayRandom:
         self.random = replayed
 
 
+class _DirectPlan:
+    """What one allocation pass does when every region simply takes its share (see `_allocate_direct`).
+
+    Everything here follows from the request's sizes, the available regions, the round-robin position
+    and the membership (the plans are dropped when membership changes), never from the draws.
+    `shares` is one `(region, sub-policy, bookies, multi_rack, scope)` per region that takes bookies, in
+    visiting order; `adherence` is filled by the first placement (durability enforced -> answer).
+    """
+
+    __slots__ = ("shares", "allocation", "fallbacks", "last_index", "adherence")
+
+    def __init__(self, shares: list[tuple[str, RackawarePolicy, int, bool, str]], allocation: dict[str, int],
+                 fallbacks: list[str], last_index: int) -> None:
+        self.shares = shares
+        self.allocation = allocation
+        self.fallbacks = fallbacks
+        self.last_index = last_index
+        self.adherence: dict[bool, Adherence] = {}
+
+
 class _RegionKeys(dict):  # type: ignore[type-arg]
     """bookie -> `RegionawarePolicy._region_key(bookie)`, remembered for known bookies (whose region only
     changes through the membership handlers, which clear it); other bookies are resolved every time."""
@@ -175,6 +195,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
         self._populated: tuple[str, ...] | None = None
         # bookie -> region key of the coverage ensembles (`_region_key`), filled on use; reset with `_populated`.
         self._region_keys = _RegionKeys(self)
+        # (sizes, available regions, round-robin position) -> `_DirectPlan` or None; reset with `_populated`.
+        self._direct_plans: dict[tuple[Any, ...], _DirectPlan | None] = {}
         local = settings.local_node_location
         self.local_region = UNKNOWN_REGION if settings.ignore_local_node or not local else region_of_location(local)
         # `_allocate_fast` serves sub-policies whose position 0 draws from the whole region (no local rack).
@@ -218,6 +240,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         """Forget what depends on the known bookies and their regions (called after every change)."""
         self._populated = None
         self._region_keys.clear()
+        self._direct_plans.clear()
 
     def _populated_region_names(self) -> tuple[str, ...]:
         """Regions whose sub-policy knows at least one bookie, in name order (cached until membership changes)."""
@@ -528,8 +551,10 @@ class RegionawarePolicy(TopologyAwarePolicy):
             return self._relaxed(self._result(list(placed.ensemble), write_quorum, ack_quorum, explain), True)
 
         shrunk: list[str] = []
-        chosen = self._allocate(ensemble_size, write_quorum, ack_quorum, min_regions, excluded, available,
-                                explain, rng, per_region, shrunk)
+        chosen, adherence = self._allocate(ensemble_size, write_quorum, ack_quorum, min_regions, excluded,
+                                           available, explain, rng, per_region, shrunk)
+        if adherence is not None:
+            return PlacementResult(chosen, adherence, None, explain)
         return self._relaxed(self._result(chosen, write_quorum, ack_quorum, explain), bool(shrunk))
 
     def _relaxed(self, result: PlacementResult, fell_back: bool) -> PlacementResult:
@@ -544,7 +569,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
     def _allocate(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
                   excluded: set[str], available: list[str], explain: dict[str, Any],
                   rng: random.Random, per_region: Mapping[str, int] | None = None,
-                  shrunk: list[str] | None = None) -> list[str]:
+                  shrunk: list[str] | None = None) -> tuple[list[str], Adherence | None]:
         """Split the ensemble over two or more regions (the allocation loop, spec §1.4).
 
         Each pass rebuilds the coverage ensemble: the local region first, then the others round robin
@@ -557,12 +582,21 @@ class RegionawarePolicy(TopologyAwarePolicy):
         to take fewer than their share.
 
         The common case (every region takes its share at the first try, in one pass) runs as
-        `_allocate_fast`; when that meets anything else it gives up and this loop runs from the start
-        on a replay of the draws it made, so the outcome and the explanation are the loop's.
+        `_allocate_direct` or `_allocate_fast`; when one meets anything else it gives up and the next
+        runs from the start on a replay of the draws it made, so the outcome and the explanation are
+        the loop's. Returns the ensemble, with its adherence when the direct pass already knows it.
         """
         per_region = {} if per_region is None else per_region
         fast = None
         if self._fast_allocation and type(ensemble_size) is int and type(write_quorum) is int:
+            if not self.settings.disk_weighted:
+                draws: list[float] = []
+                direct = self._allocate_direct(ensemble_size, write_quorum, ack_quorum, min_regions, excluded,
+                                               available, explain, rng, per_region, draws)
+                if direct is not None:
+                    return direct
+                if draws:
+                    rng = _ReplayRandom(draws, rng)  # type: ignore[assignment]
             recording = _RecordingRandom(rng)
             fast = self._allocate_fast(ensemble_size, write_quorum, ack_quorum, min_regions, excluded, available,
                                        explain, recording, per_region)  # type: ignore[arg-type]
@@ -591,7 +625,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
                 "add bookies to other regions or lower the minimum (reppEnableValidation=false skips this check)",
                 explain={"constraint": f"reppMinimumRegionsForDurability={min_regions}: the ensemble would span "
                                        f"{len(spanned)} region(s)"})
-        return chosen
+        return chosen, None
 
     def _allocate_loop(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
                        excluded: set[str], available: list[str], explain: dict[str, Any], rng: random.Random,
@@ -706,6 +740,150 @@ class RegionawarePolicy(TopologyAwarePolicy):
         if last_index >= 0:
             self.last_region_index = last_index
         return coverage, allocation, notes
+
+    def _direct_plan(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
+                     available: list[str]) -> _DirectPlan | None:
+        """The `_DirectPlan` of one request shape (cached until membership changes), or None where the
+        direct pass does not apply: a region's pick would be refused by the region-level coverage or
+        would need its fallback, or the result would fail the region validation."""
+        key = (ensemble_size, write_quorum, ack_quorum, min_regions, tuple(available),
+               self.last_region_index % len(available))
+        plans = self._direct_plans
+        try:
+            return plans[key]
+        except KeyError:
+            pass
+        if len(plans) >= 256:
+            plans.clear()
+        plan = plans[key] = self._build_direct_plan(ensemble_size, write_quorum, ack_quorum, min_regions,
+                                                     available)
+        return plan
+
+    def _build_direct_plan(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
+                           available: list[str]) -> _DirectPlan | None:
+        """`_allocate_fast`'s first pass worked out ahead: each region's share, and whether the region-level
+        coverage accepts every pick. That coverage sees regions only, and each region's picks take
+        consecutive positions, so its answers are the same for any draws: they are checked here once,
+        on stand-in bookies, instead of on every call."""
+        n = len(available)
+        settings = self.settings
+        local_region = self.local_region
+        local_index = available.index(local_region) if local_region in available else -1
+        coverage = CoverageEnsemble(ensemble_size, write_quorum, ack_quorum, settings.min_racks_per_write_quorum,
+                                    lambda stand_in: stand_in.partition("#")[0],
+                                    regions=self._regions if min_regions > 0 else (), min_durability=min_regions)
+        remaining_e, remaining_w = ensemble_size, write_quorum
+        to_allocate = n
+        shares: list[tuple[str, RackawarePolicy, int, bool, str]] = []
+        allocation: dict[str, int] = {}
+        notes: dict[str, list[str]] = {}
+        last_index = -1
+        for region, start in _round_robin(available, self.last_region_index % n, local_index, local_region):
+            add = min(remaining_e, -(-remaining_e // to_allocate))
+            if add <= 0:
+                continue
+            add_w = max(1, min(remaining_w, _round_half_up_ratio(write_quorum * add, ensemble_size)))
+            sub = self.sub_policies[region]
+            multi_rack = sub.topology.num_racks >= 2
+            if multi_rack and sub._first_scope() != ROOT:
+                return None
+            if not multi_rack and min(add_w, settings.min_racks_per_write_quorum) > 1 and settings.enforce_min_racks:
+                return None
+            for k in range(add):
+                stand_in = f"/{region}#{k}"
+                # The random selection of a region with fewer than two racks records without asking.
+                if multi_rack and not coverage.apply(stand_in, coverage):
+                    return None
+                coverage.add_node(stand_in)
+            shares.append((region, sub, add, multi_rack, f"{add} bookie(s)"))
+            remaining_e -= add
+            remaining_w -= add_w
+            allocation[region] = add
+            notes[region] = [] if multi_rack else [_FEWER_RACKS_NOTE]
+            to_allocate -= 1
+            last_index = start
+        if len(coverage) != ensemble_size or (settings.region_validation and not coverage.validate()):
+            return None
+        scratch: dict[str, Any] = {"fallbacks": []}
+        for region in sorted(notes):
+            self._merge_notes(scratch, region, notes[region])
+        ordered = {region: allocation[region] for region in available if allocation.get(region)}
+        return _DirectPlan(shares, ordered, scratch["fallbacks"], last_index)
+
+    def _allocate_direct(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
+                         excluded: set[str], available: list[str], explain: dict[str, Any], rng: random.Random,
+                         per_region: Mapping[str, int], draws: list[float]) -> tuple[list[str], Adherence] | None:
+        """`_allocate_fast` without coverage bookkeeping, for uniform picks (no disk weights).
+
+        With the plan's shares known to pass the region-level coverage, a pick can only be refused for
+        being excluded: each region draws as its sub-policy would (one uniform draw per position: over
+        the region, then outside the racks already taken; or the random selection's shuffle in a region
+        of fewer than two racks). An excluded draw, or a region with nothing to draw from, gives up,
+        leaving every value drawn in `draws` for the replay. The adherence is the same for every
+        ensemble a plan produces (regions, and whether racks repeat, are fixed by the plan), so it is
+        computed once per plan.
+        """
+        plan = self._direct_plan(ensemble_size, write_quorum, ack_quorum, min_regions, available)
+        if plan is None:
+            return None
+        draw = rng.random
+        chosen: list[str] = []
+        steps: list[dict[str, Any]] = []
+        for region, sub, size, multi_rack, scope in plan.shares:
+            sub._tick()
+            steps.append({"step": f"region {region}", "scope": scope,
+                          "candidates": len(sub.known) - per_region.get(region, 0),
+                          "racks": sub.topology.num_racks})
+            if multi_rack:
+                topology = sub.topology
+                leaves = topology.leaves(ROOT)
+                for position in range(size):
+                    if position:
+                        leaves = topology.leaves_excluding([topology.rack_of(b) for b in chosen[-position:]])
+                    n = len(leaves)
+                    if not n:
+                        return None
+                    value = draw()
+                    draws.append(value)
+                    bookie = leaves[int(value * n)]
+                    if bookie in excluded:
+                        return None
+                    chosen.append(bookie)
+            elif size == 1:
+                population = sub.known_sorted()
+                n = len(population)
+                if not n:
+                    return None
+                value = draw()
+                draws.append(value)
+                bookie = population[int(value * n)]
+                if bookie in excluded:
+                    return None
+                chosen.append(bookie)
+            else:
+                recording = _RecordingRandom(rng)
+                shuffled = lazy_shuffle(recording, sub.known_sorted())  # type: ignore[arg-type]
+                try:
+                    for taken, bookie in enumerate(shuffled):
+                        if bookie in excluded:
+                            return None
+                        chosen.append(bookie)
+                        if taken + 1 == size:
+                            break
+                    else:
+                        return None
+                finally:
+                    draws.extend(recording.draws)
+        enforced = self.is_durability_enforced()
+        adherence = plan.adherence.get(enforced)
+        if adherence is None:
+            adherence = plan.adherence[enforced] = self.is_ensemble_adhering(chosen, write_quorum, ack_quorum)
+        explain["steps"].extend(steps)
+        if plan.last_index >= 0:
+            self.last_region_index = plan.last_index
+        explain["allocation"] = dict(plan.allocation)
+        explain["fallbacks"].extend(plan.fallbacks)
+        return chosen, adherence
 
     def _place_share(self, sub: RackawarePolicy, size: int, write_quorum: int, excluded: set[str],
                      coverage: CoverageEnsemble, rng: _RecordingRandom) -> list[str] | None:

@@ -1,9 +1,10 @@
 """The region-aware policy's fast paths decide exactly what its general code decides (issue 6).
 
-* `_allocate_fast` (the first allocation pass when every region takes its share at once) against the
+* `_allocate_direct` and `_allocate_fast` (the first allocation pass when every region takes its share
+  at once; the direct pass with its plan worked out ahead and no coverage bookkeeping) against the
   general allocation loop: same ensemble, adherence, explanation, round-robin position and draws
-  (the generator's next value is compared too), including calls where the fast pass gives up after
-  drawing and the loop runs again on a replay of those draws;
+  (the generator's next value is compared too), including calls where a pass gives up after
+  drawing and the next one runs again on a replay of those draws;
 * the replay generator itself;
 * the caches kept until membership changes (sorted and populated regions, region keys of the
   coverage ensembles) against a freshly built policy after joins, departures, rack changes that move
@@ -84,7 +85,23 @@ def fast_attempts(monkeypatch):
     return counts
 
 
-def test_fast_allocation_decides_as_the_general_loop(fast_attempts):
+@pytest.fixture
+def direct_attempts(monkeypatch):
+    """Counts the direct passes: placed, gave up after drawing, and not planned (nothing drawn)."""
+    counts = {"placed": 0, "gave_up": 0, "not_planned": 0}
+    original = RegionawarePolicy._allocate_direct
+
+    def counting(self, *args):
+        outcome = original(self, *args)
+        draws = args[-1]
+        counts["placed" if outcome is not None else "gave_up" if draws else "not_planned"] += 1
+        return outcome
+
+    monkeypatch.setattr(RegionawarePolicy, "_allocate_direct", counting)
+    return counts
+
+
+def test_fast_allocation_decides_as_the_general_loop(fast_attempts, direct_attempts):
     """Random clusters, configurations, exclusions, membership and feature changes: the policy with the
     fast pass and the one without answer every call identically and leave the generator in the same state."""
     for seed in range(120):
@@ -122,9 +139,57 @@ def test_fast_allocation_decides_as_the_general_loop(fast_attempts):
                 assert got == expected, (seed, step)
                 assert rngs[0].random() == rngs[1].random(), (seed, step)   # same number of draws
                 assert fast.last_region_index == plain.last_region_index, (seed, step)
-    # Both sides of the fast pass were exercised.
+    # Every side of both passes was exercised (the direct pass runs first; the fast pass after it
+    # gives up, and for disk-weighted policies).
+    assert direct_attempts["placed"] > 400
+    assert direct_attempts["gave_up"] > 200
+    assert direct_attempts["not_planned"] > 50
     assert fast_attempts["placed"] > 500
     assert fast_attempts["gave_up"] > 50
+
+
+def test_direct_pass_shuffles_a_single_rack_region_like_the_random_selection(direct_attempts):
+    """Region a has one rack, so its share of two comes from the sub-policy's random selection (a lazy
+    shuffle of its bookies); an excluded bookie met in that shuffle makes the direct pass give up and
+    the rest runs on a replay of its draws. Every call decides as the general loop. (One rack per write
+    quorum, so the region-level coverage accepts two consecutive copies in one region.)"""
+    layout = {**grid({"a": 1}, bookies_per_rack=5), **grid({"b": 3}, bookies_per_rack=2)}
+    direct, _ = make_policy(layout, minNumRacksPerWriteQuorum="1")
+    plain, _ = make_policy(layout, minNumRacksPerWriteQuorum="1")
+    plain._fast_allocation = False
+    g = random.Random(5)
+    for _ in range(200):
+        exclude = g.sample(sorted(layout), g.choice([0, 1, 2]))
+        call_seed = g.randrange(1 << 30)
+        rngs = random.Random(call_seed), random.Random(call_seed)
+        got = _outcome(lambda: direct.new_ensemble(4, 2, 2, None, exclude, rng=rngs[0]))
+        expected = _outcome(lambda: plain.new_ensemble(4, 2, 2, None, exclude, rng=rngs[1]))
+        assert got == expected
+        assert got[0] == "ok" and sum(b.startswith("a-") for b in got[1]) == 2
+        assert rngs[0].random() == rngs[1].random()
+        assert direct.last_region_index == plain.last_region_index
+    assert direct_attempts["placed"] > 100 and direct_attempts["gave_up"] > 20
+    assert direct_attempts["not_planned"] == 0
+
+
+def test_direct_pass_knows_the_adherence_with_and_without_durability(direct_attempts):
+    """A plan's adherence depends on whether durability is enforced: with a minimum of one region, the
+    disable feature leaves the request's shape (and so the plan) alone but turns a write set held by
+    one region from strict into soft."""
+    layout = grid({"a": 2, "b": 2}, bookies_per_rack=2)
+    conf = {"reppRegionsToWrite": "a;b", "reppMinimumRegionsForDurability": "1"}
+    features: dict[str, int] = {}
+    direct, _ = make_policy(layout, features=features, **conf)
+    plain, _ = make_policy(layout, features=features, **conf)
+    plain._fast_allocation = False
+    seen = []
+    for call in range(6):
+        features["repp_disable_durability_enforcement"] = call % 2
+        got = _outcome(lambda: direct.new_ensemble(4, 2, 2, rng=random.Random(call)))
+        assert got == _outcome(lambda: plain.new_ensemble(4, 2, 2, rng=random.Random(call)))
+        seen.append(Adherence(got[2]))
+    assert seen == [Adherence.MEETS_STRICT, Adherence.MEETS_SOFT] * 3
+    assert direct_attempts["placed"] == 6
 
 
 def test_a_fast_pass_that_gives_up_after_drawing_replays_into_the_loop(fast_attempts):
