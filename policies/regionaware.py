@@ -35,7 +35,7 @@ from .location import DEFAULT_REGION_AND_RACK, ROOT, UNKNOWN_REGION
 from .provenance import RULE_REGIONS, failed, fixed, no_fix, unavailable
 from .rackaware import RackawarePolicy
 from .resolver import LocationResolver
-from .selection import WeightedSelector, lazy_shuffle, pick_uniform
+from .selection import WeightedSelector, pick_uniform
 from .settings import PlacementSettings
 
 POLICY_NAME = "regionaware"
@@ -199,7 +199,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         self._direct_plans: dict[tuple[Any, ...], _DirectPlan | None] = {}
         local = settings.local_node_location
         self.local_region = UNKNOWN_REGION if settings.ignore_local_node or not local else region_of_location(local)
-        # `_allocate_fast` serves sub-policies whose position 0 draws from the whole region (no local rack).
+        # `_allocate_direct` serves sub-policies whose position 0 draws from the whole region (no local rack).
         self._fast_allocation = local is None or settings.ignore_local_node or local == self.default_location
         for region in settings.regions_to_write:
             self._sub_policy(region)
@@ -582,30 +582,21 @@ class RegionawarePolicy(TopologyAwarePolicy):
         to take fewer than their share.
 
         The common case (every region takes its share at the first try, in one pass) runs as
-        `_allocate_direct` or `_allocate_fast`; when one meets anything else it gives up and the next
-        runs from the start on a replay of the draws it made, so the outcome and the explanation are
-        the loop's. Returns the ensemble, with its adherence when the direct pass already knows it.
+        `_allocate_direct`; when that meets anything else it gives up and this loop runs from the start
+        on a replay of the draws it made, so the outcome and the explanation are the loop's. Returns
+        the ensemble, with its adherence when the direct pass already knows it.
         """
         per_region = {} if per_region is None else per_region
-        fast = None
         if self._fast_allocation and type(ensemble_size) is int and type(write_quorum) is int:
-            if not self.settings.disk_weighted:
-                draws: list[float] = []
-                direct = self._allocate_direct(ensemble_size, write_quorum, ack_quorum, min_regions, excluded,
-                                               available, explain, rng, per_region, draws)
-                if direct is not None:
-                    return direct
-                if draws:
-                    rng = _ReplayRandom(draws, rng)  # type: ignore[assignment]
             recording = _RecordingRandom(rng)
-            fast = self._allocate_fast(ensemble_size, write_quorum, ack_quorum, min_regions, excluded, available,
-                                       explain, recording, per_region)  # type: ignore[arg-type]
-            if fast is None and recording.draws:
+            direct = self._allocate_direct(ensemble_size, write_quorum, ack_quorum, min_regions, excluded,
+                                           available, explain, recording, per_region)
+            if direct is not None:
+                return direct
+            if recording.draws:
                 rng = _ReplayRandom(recording.draws, rng)  # type: ignore[assignment]
-        if fast is None:
-            fast = self._allocate_loop(ensemble_size, write_quorum, ack_quorum, min_regions, excluded, available,
-                                       explain, rng, per_region, shrunk)
-        coverage, allocation, notes = fast
+        coverage, allocation, notes = self._allocate_loop(ensemble_size, write_quorum, ack_quorum, min_regions,
+                                                          excluded, available, explain, rng, per_region, shrunk)
         chosen = coverage.to_list()
         explain["allocation"] = {region: allocation[region] for region in available if allocation.get(region)}
         for region in sorted(notes):
@@ -696,51 +687,6 @@ class RegionawarePolicy(TopologyAwarePolicy):
                 break
         return coverage, {region: taken[0] for region, taken in allocation.items()}, notes
 
-    def _allocate_fast(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
-                       excluded: set[str], available: list[str], explain: dict[str, Any],
-                       rng: _RecordingRandom, per_region: Mapping[str, int]
-                       ) -> tuple[CoverageEnsemble, dict[str, int], dict[str, list[str]]] | None:
-        """`_allocate_loop` when its first pass places every region's share at the first try (the usual
-        case): one coverage ensemble extended in place (no trial copies), each region placed by
-        `_place_share` instead of the sub-policy's `new_ensemble_internal`. Same draws in the same
-        order, same steps and notes. Returns None, having changed nothing but the draws it recorded,
-        as soon as a region cannot simply take its share (a pick finds no acceptable bookie, a
-        fallback would run): the caller then runs `_allocate_loop` on a replay of those draws.
-        """
-        n = len(available)
-        subs = self.sub_policies
-        local_region = self.local_region
-        local_index = available.index(local_region) if local_region in available else -1
-        coverage = self._region_coverage(ensemble_size, write_quorum, ack_quorum, min_regions)
-        remaining_e, remaining_w = ensemble_size, write_quorum
-        to_allocate = n
-        allocation: dict[str, int] = {}
-        notes: dict[str, list[str]] = {}
-        steps: list[dict[str, Any]] = []
-        last_index = -1
-        for region, start in _round_robin(available, self.last_region_index % n, local_index, local_region):
-            add = min(remaining_e, -(-remaining_e // to_allocate))
-            if add <= 0:
-                continue  # the loop marks the region maximal; it holds nothing, so nothing else happens
-            add_w = max(1, min(remaining_w, _round_half_up_ratio(write_quorum * add, ensemble_size)))
-            sub = subs[region]
-            steps.append({"step": f"region {region}", "scope": f"{add} bookie(s)",
-                          "candidates": len(sub.known) - per_region.get(region, 0),
-                          "racks": sub.topology.num_racks})
-            placed = self._place_share(sub, add, add_w, excluded, coverage, rng)
-            if placed is None:
-                return None
-            remaining_e -= add
-            remaining_w -= add_w
-            allocation[region] = add
-            to_allocate -= 1
-            last_index = start
-            notes[region] = placed
-        explain["steps"].extend(steps)
-        if last_index >= 0:
-            self.last_region_index = last_index
-        return coverage, allocation, notes
-
     def _direct_plan(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
                      available: list[str]) -> _DirectPlan | None:
         """The `_DirectPlan` of one request shape (cached until membership changes), or None where the
@@ -761,7 +707,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
 
     def _build_direct_plan(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
                            available: list[str]) -> _DirectPlan | None:
-        """`_allocate_fast`'s first pass worked out ahead: each region's share, and whether the region-level
+        """The allocation loop's first pass worked out ahead: each region's share, and whether the region-level
         coverage accepts every pick. That coverage sees regions only, and each region's picks take
         consecutive positions, so its answers are the same for any draws: they are checked here once,
         on stand-in bookies, instead of on every call."""
@@ -811,69 +757,62 @@ class RegionawarePolicy(TopologyAwarePolicy):
         return _DirectPlan(shares, ordered, scratch["fallbacks"], last_index)
 
     def _allocate_direct(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
-                         excluded: set[str], available: list[str], explain: dict[str, Any], rng: random.Random,
-                         per_region: Mapping[str, int], draws: list[float]) -> tuple[list[str], Adherence] | None:
-        """`_allocate_fast` without coverage bookkeeping, for uniform picks (no disk weights).
+                         excluded: set[str], available: list[str], explain: dict[str, Any],
+                         rng: _RecordingRandom, per_region: Mapping[str, int]) -> tuple[list[str], Adherence] | None:
+        """The allocation loop's first pass when every region takes its share at once, without coverage
+        bookkeeping, on a plan worked out ahead (`_direct_plan`).
 
-        With the plan's shares known to pass the region-level coverage, a pick can only be refused for
-        being excluded: each region draws as its sub-policy would (one uniform draw per position: over
-        the region, then outside the racks already taken; or the random selection's shuffle in a region
-        of fewer than two racks). An excluded draw, or a region with nothing to draw from, gives up,
-        leaving every value drawn in `draws` for the replay. The adherence is the same for every
-        ensemble a plan produces (regions, and whether racks repeat, are fixed by the plan), so it is
-        computed once per plan.
+        The plan has checked that the region-level coverage accepts every position's region, so a pick
+        is refused only for being excluded: each region picks as its sub-policy would with no predicate
+        (the same draws: over the region, then outside the racks already taken; or the random
+        selection in a region of fewer than two racks), uniform or by disk weight. A region that runs
+        out of acceptable bookies gives up (the caller replays the draws into the loop). The
+        adherence is the same for every ensemble a plan produces (the regions of each write set, and
+        where racks repeat, are fixed by the plan), so it is computed once per plan.
         """
         plan = self._direct_plan(ensemble_size, write_quorum, ack_quorum, min_regions, available)
         if plan is None:
             return None
-        draw = rng.random
         chosen: list[str] = []
         steps: list[dict[str, Any]] = []
+        uniform = not self.settings.disk_weighted
+
+        def acceptable(bookie: str) -> bool:
+            return bookie not in excluded
+
         for region, sub, size, multi_rack, scope in plan.shares:
             sub._tick()
             steps.append({"step": f"region {region}", "scope": scope,
                           "candidates": len(sub.known) - per_region.get(region, 0),
                           "racks": sub.topology.num_racks})
-            if multi_rack:
-                topology = sub.topology
-                leaves = topology.leaves(ROOT)
-                for position in range(size):
-                    if position:
-                        leaves = topology.leaves_excluding([topology.rack_of(b) for b in chosen[-position:]])
-                    n = len(leaves)
-                    if not n:
-                        return None
-                    value = draw()
-                    draws.append(value)
-                    bookie = leaves[int(value * n)]
-                    if bookie in excluded:
+            if not multi_rack:
+                if size == 1 and uniform:
+                    # The random selection's first acceptable member of its lazy shuffle: the same draws.
+                    bookie = pick_uniform(rng, sub.known_sorted(), acceptable)  # type: ignore[arg-type]
+                    if bookie is None:
                         return None
                     chosen.append(bookie)
-            elif size == 1:
-                population = sub.known_sorted()
-                n = len(population)
-                if not n:
-                    return None
-                value = draw()
-                draws.append(value)
-                bookie = population[int(value * n)]
-                if bookie in excluded:
-                    return None
-                chosen.append(bookie)
-            else:
-                recording = _RecordingRandom(rng)
-                shuffled = lazy_shuffle(recording, sub.known_sorted())  # type: ignore[arg-type]
+                    continue
                 try:
-                    for taken, bookie in enumerate(shuffled):
-                        if bookie in excluded:
-                            return None
-                        chosen.append(bookie)
-                        if taken + 1 == size:
-                            break
-                    else:
+                    chosen.extend(sub.select_random(size, set(excluded), None, None, rng))  # type: ignore[arg-type]
+                except NotEnoughBookiesError:
+                    return None
+                continue
+            topology = sub.topology
+            pick = sub._pick_leaf
+            bookie = pick(ROOT, topology.leaves(ROOT), excluded, None, None, rng)  # type: ignore[arg-type]
+            if bookie is None:
+                return None
+            chosen.append(bookie)
+            if size > 1:
+                avoid = [topology.rack_of(bookie)]
+                for _ in range(1, size):
+                    bookie = pick(tuple(avoid), topology.leaves_excluding(avoid), excluded, None, None,
+                                  rng)  # type: ignore[arg-type]
+                    if bookie is None:
                         return None
-                finally:
-                    draws.extend(recording.draws)
+                    chosen.append(bookie)
+                    avoid.append(topology.rack_of(bookie))
         enforced = self.is_durability_enforced()
         adherence = plan.adherence.get(enforced)
         if adherence is None:
@@ -884,55 +823,6 @@ class RegionawarePolicy(TopologyAwarePolicy):
         explain["allocation"] = dict(plan.allocation)
         explain["fallbacks"].extend(plan.fallbacks)
         return chosen, adherence
-
-    def _place_share(self, sub: RackawarePolicy, size: int, write_quorum: int, excluded: set[str],
-                     coverage: CoverageEnsemble, rng: _RecordingRandom) -> list[str] | None:
-        """`sub.new_ensemble_internal(size, write_quorum, write_quorum, excluded, coverage, coverage)` for
-        the cases that need no fallback, recording into `coverage` in place; returns the sub-policy's
-        notes, or None where that call would fall back, fail or retry (the caller then replays).
-
-        The steps are the rack-aware engine's (spec rackaware §4.4): with two racks or more, each
-        position picks among the leaves outside the racks of the earlier positions (position 0: the
-        whole region; only without a local rack) one that is not excluded and that the local rack
-        coverage and then `coverage` accept; with fewer racks, its random selection ignoring the rack
-        rule. The pick itself is the sub-policy's (uniform or weighted), so the draws are its draws.
-        """
-        sub._tick()  # the clock tick of the sub-policy's call (it reads this call's reading again)
-        topology = sub.topology
-        if topology.num_racks < 2:
-            if min(write_quorum, self.settings.min_racks_per_write_quorum) > 1 and self.settings.enforce_min_racks:
-                return None
-            # The random selection ignores every predicate and only records: the sub-policy's coverage
-            # ensemble would pass each pick on to `coverage`, and never refuse one itself.
-            try:
-                sub.select_random(size, set(excluded), None, coverage, rng)  # type: ignore[arg-type]
-            except NotEnoughBookiesError:
-                return None
-            return [_FEWER_RACKS_NOTE]
-        if sub._first_scope() != ROOT:
-            return None
-        # The sub-policy's own rack coverage never refuses a pick here: every position draws outside the
-        # racks of the earlier ones, and a write set whose members all have distinct racks accepts any
-        # new rack (it can still reach min(W, minNumRacksPerWriteQuorum) racks). It only refuses its own
-        # picks, which `coverage` refuses too, and passes every check and pick on to `coverage`; so
-        # `coverage` stands for it. Likewise `excluded` stands for the sub-policy's private copy of it:
-        # the picks it would add to that copy are the ones `coverage` already refuses.
-        pick = sub._pick_leaf
-        chosen = pick(ROOT, topology.leaves(ROOT), excluded, coverage, coverage, rng)  # type: ignore[arg-type]
-        if chosen is None:
-            return None
-        coverage.add_node(chosen)
-        if size > 1:
-            rack_of = topology.rack_of
-            avoid = [rack_of(chosen)]
-            for _ in range(1, size):
-                chosen = pick(tuple(avoid), topology.leaves_excluding(avoid), excluded, coverage, coverage,
-                              rng)  # type: ignore[arg-type]
-                if chosen is None:
-                    return None
-                coverage.add_node(chosen)
-                avoid.append(rack_of(chosen))
-        return []
 
     @staticmethod
     def _place_in_region(sub: RackawarePolicy, size: int, write_quorum: int, excluded: set[str],
