@@ -786,9 +786,16 @@ class RegionawarePolicy(TopologyAwarePolicy):
                           "candidates": len(sub.known) - per_region.get(region, 0),
                           "racks": sub.topology.num_racks})
             if not multi_rack:
-                if size == 1 and uniform:
-                    # The random selection's first acceptable member of its lazy shuffle: the same draws.
-                    bookie = pick_uniform(rng, sub.known_sorted(), acceptable)  # type: ignore[arg-type]
+                if size == 1:
+                    # The random selection's first pick, with the same draws: the first acceptable member
+                    # of its lazy shuffle, or its weighted draw over the region once it has counted an
+                    # acceptable member (it gives up before drawing otherwise).
+                    if uniform:
+                        bookie = pick_uniform(rng, sub.known_sorted(), acceptable)  # type: ignore[arg-type]
+                    elif len(sub.known) > sum([b in sub.known for b in excluded]):
+                        bookie = sub._cluster_weighted().pick(rng, acceptable)  # type: ignore[arg-type]
+                    else:
+                        return None
                     if bookie is None:
                         return None
                     chosen.append(bookie)
