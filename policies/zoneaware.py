@@ -641,37 +641,39 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         return chosen
 
     def _pick(self, rng: random.Random, view: Sequence[str], excluded: set[str],
-              index: _ZoneIndex | None = None, cut: Sequence[str] = ()) -> str:
+              index: _ZoneIndex | None = None, cut: Sequence[str] = (), whole: bool = False) -> str:
         """One bookie of `view` not in `excluded` (the caller checked one exists), uniform or by disk weight.
 
         `view` is `index`'s bookies outside the racks at the locations `cut` (in rack order) when
-        `index` is given. The disk-weighted
+        `index` is given; `whole` says that no bookie of `view` is excluded. The disk-weighted
         pick is the one of a fresh selector over the candidates (view minus excluded; the median cap
         is computed over them, spec bookkeeper-rackaware.md §7.4), drawn by `RackWeights` in
         O(cut racks + excluded bookies) instead of enumerating the candidates (views of at most
         `_ENUMERATE_BELOW` bookies are enumerated: cheaper there, same probabilities).
         """
         if self.settings.disk_weighted:
-            if index is None or len(view) <= _ENUMERATE_BELOW:
+            if index is None:
                 candidates = tuple([b for b in view if b not in excluded])
-                if index is None:
-                    bookie = pick_weighted(rng, candidates, self.weights, self.settings.max_weight_multiple)
-                else:
-                    # `pick_weighted`'s fresh selector, kept per candidates by the index (rebuilt on every
-                    # membership change) while the weights mapping stays the same object (replaced by
-                    # `update_bookie_info` and `import_state`; edited in place only by joins and departures).
-                    weights = self.weights
-                    known, selectors = index.selectors
-                    if known is not weights:
-                        selectors = {}
-                        index.selectors = (weights, selectors)
-                    selector = selectors.get(candidates)
-                    if selector is None:
-                        if len(selectors) >= _SELECTOR_CACHE_LIMIT:
-                            selectors.clear()
-                        selector = selectors[candidates] = WeightedSelector(
-                            candidates, weights, self.settings.max_weight_multiple)
-                    bookie = selector.pick(rng)
+                bookie = pick_weighted(rng, candidates, self.weights, self.settings.max_weight_multiple)
+            elif len(view) <= _ENUMERATE_BELOW:
+                # `pick_weighted`'s fresh selector, kept by the index (rebuilt on every membership change)
+                # while the weights mapping stays the same object (replaced by `update_bookie_info` and
+                # `import_state`; edited in place only by joins and departures): per candidates, or per
+                # view (a cut's view is built once) when none of it is excluded.
+                weights = self.weights
+                known, selectors = index.selectors
+                if known is not weights:
+                    selectors = {}
+                    index.selectors = (weights, selectors)
+                key = view if whole else tuple([b for b in view if b not in excluded])
+                selector = selectors.get(key)
+                if selector is None:
+                    if len(selectors) >= _SELECTOR_CACHE_LIMIT:
+                        selectors.clear()
+                    candidates = tuple(view) if whole else key
+                    selector = selectors[key] = WeightedSelector(candidates, weights,  # type: ignore[arg-type]
+                                                                 self.settings.max_weight_multiple)
+                bookie = selector.pick(rng)
             else:
                 sampler = self._weighted_sampler(index)
                 scope = sampler.scope_without(cut, excluded)
@@ -724,7 +726,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
             if outside > 0:
                 step = POSITIONS[position] if position < len(POSITIONS) else position_name(position)
                 fill.steps.append({"step": step, "scope": _SCOPE_DESIRED, "candidates": outside})
-                return self._take(fill, position, index, cut)
+                return self._take(fill, position, index, cut, outside)
         cut = None
         scope = _SCOPE_DESIRED
         # 1. keep the zones of the D-1 nearest neighbours on each side distinct, then fewer, down to
@@ -765,15 +767,15 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         fill.steps.append({"step": position_name(position),
                            "scope": scope + _SHARED_UD if fill.shared_ud else scope,
                            "candidates": fill.available_last})
-        return self._take(fill, position, index, cut)
+        return self._take(fill, position, index, cut, fill.available_last)
 
-    def _take(self, fill: _Fill, position: int, index: _ZoneIndex, cut: _Cut) -> str:
-        """Pick a bookie outside `cut` (not excluded) for `position` and put it there."""
+    def _take(self, fill: _Fill, position: int, index: _ZoneIndex, cut: _Cut, available: int) -> str:
+        """Pick a bookie outside `cut` (not excluded; `available` of them) for `position` and put it there."""
         view = cut.view
         if view is None:
             view = index.view(cut)
         if self.settings.disk_weighted:
-            bookie = self._pick(fill.rng, view, fill.excluded, index, index.locations(cut))
+            bookie = self._pick(fill.rng, view, fill.excluded, index, index.locations(cut), available == len(view))
         else:
             bookie = pick_uniform_view(fill.rng, view, fill.excluded)
             assert bookie is not None  # `_candidates` counted the acceptable candidates

@@ -214,3 +214,36 @@ def test_weighted_picks_follow_new_weights_after_a_disk_update(pick_path):
                               {bk(2): BookieInfo(total_disk=400, free_disk=400)})
     heavy = sum(policy.new_ensemble(1, 1, 1, rng=rng).ensemble[0] == bk(2) for _ in range(trials))
     assert_binomial(heavy, trials, 400 / 800)
+
+
+def test_a_selector_kept_per_whole_view_draws_as_one_built_over_its_candidates(monkeypatch):
+    """Strict weighted picks over a view none of whose bookies is excluded use a selector kept per
+    view; with that shortcut taken away (every pick lists its candidates) every call, exclusions and
+    weight updates included, decides the same and leaves the generator in the same state."""
+    from policies.zoneaware import ZoneawarePolicy
+
+    outcomes = {}
+    for shortcut in (True, False):
+        if not shortcut:
+            original = ZoneawarePolicy._pick
+
+            def listing(self, rng, view, excluded, index=None, cut=(), whole=False):
+                return original(self, rng, view, excluded, index, cut, False)
+
+            monkeypatch.setattr(ZoneawarePolicy, "_pick", listing)
+        policy = zoned_weighted_policy(multiple=2)
+        g = random.Random(21)
+        seen = []
+        for call in range(600):
+            if call % 100 == 0:
+                policy.update_bookie_info({b: BookieInfo(10**4, g.randrange(0, 10**4)) for b in sorted(policy.known)})
+            exclude = g.sample(sorted(policy.known), g.choice([0, 0, 1, 2]))
+            rng = random.Random(call)
+            try:
+                result = policy.new_ensemble(g.choice([3, 3, 6]), 3, 2, None, exclude, rng=rng)
+                seen.append((result.ensemble, str(result.adherence), rng.random()))
+            except NotEnoughBookiesError as exc:
+                seen.append((str(exc), rng.random()))
+        outcomes[shortcut] = seen
+    assert outcomes[True] == outcomes[False]
+    assert len({tuple(s[0]) for s in outcomes[True] if isinstance(s[0], list)}) > 50   # many distinct ensembles
