@@ -6,6 +6,8 @@ Re-run from the repository root (the default takes a few minutes on a 2-core mac
     .venv/bin/python bench/bench_replay.py --requests 1000000    # the full day of 1M requests
     .venv/bin/python bench/bench_replay.py --no-spark            # only the per-stage breakdown (no Spark)
     .venv/bin/python bench/bench_replay.py --profile 50000       # + cProfile of the state function
+    .venv/bin/python bench/bench_replay.py --no-spark --regions 3 --set ensemblePlacementPolicy=regionaware
+                                                                 # another policy on /region<j>/rack<i>
 
 The day (bench/common.py `write_busy_day`): one cluster of --bookies bookies on --racks racks registers
 at 00:00; every --disk-interval seconds a poll round of disk reports from every bookie; a rolling
@@ -75,6 +77,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=200_000, help="requests in the day (default 200000)")
     parser.add_argument("--bookies", type=int, default=120)
     parser.add_argument("--racks", type=int, default=12)
+    parser.add_argument("--regions", type=int, default=0,
+                        help="spread the racks over this many regions (/region<j>/rack<i>; for the region-aware and "
+                             "zone-aware policies with --set ensemblePlacementPolicy=...)")
     parser.add_argument("--disk-interval", type=int, default=600, help="seconds between disk poll rounds")
     parser.add_argument("--records-per-trigger", type=int, default=200_000,
                         help="engine.replay.recordsPerTrigger (the engine's default is 200000)")
@@ -97,7 +102,8 @@ def main(argv: list[str] | None = None) -> None:
         conf[key.strip()] = value.strip()
     info = common.header(
         "replay throughput: placement-engine replay over a generated day of one busy cluster",
-        f"{args.requests} requests over 24 h, {args.bookies} bookies on {args.racks} racks, disk poll round every "
+        f"{args.requests} requests over 24 h, {args.bookies} bookies on {args.racks} racks"
+        f"{f' in {args.regions} regions' if args.regions else ''}, disk poll round every "
         f"{args.disk_interval} s, recordsPerTrigger {args.records_per_trigger}, shardsPerCluster {args.shards}\n"
         f"policy conf: {', '.join(f'{k}={v}' for k, v in sorted(conf.items()) if not k.startswith('engine.replay'))}",
         spark=not args.no_spark)
@@ -107,7 +113,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         day = work / "input" / "day.jsonl"
         _, gen_wall, _ = common.timed(lambda: results.update(
-            counts=common.write_busy_day(day, args.requests, args.bookies, args.racks, disk_interval_s=args.disk_interval)))
+            counts=common.write_busy_day(day, args.requests, args.bookies, args.racks,
+                                         disk_interval_s=args.disk_interval, regions=args.regions)))
         counts = results["counts"]
         print(f"input: {counts['records']:,} records ({counts['events']:,} events + {counts['requests']:,} requests), "
               f"{day.stat().st_size / 2**20:.0f} MiB, generated in {gen_wall:.1f} s (not timed below)", flush=True)

@@ -415,11 +415,12 @@ def busy_day_events(cluster: str, layout: Mapping[str, str], rng: random.Random,
 
 
 def write_busy_day(path: str | Path, requests: int, bookies: int = 120, racks: int = 12, seed: int = 7,
-                   cluster: str = "busy", disk_interval_s: int = 600) -> dict[str, int]:
+                   cluster: str = "busy", disk_interval_s: int = 600, regions: int = 0) -> dict[str, int]:
     """Write a day of one busy cluster to `path`: its events merged in time order with `requests`
-    requests spread evenly over the day. Returns counts by kind."""
+    requests spread evenly over the day (racks spread over `regions` regions when > 0, see
+    `rack_layout`). Returns counts by kind."""
     rng = random.Random(seed)
-    layout = rack_layout(bookies, racks)
+    layout = rack_layout(bookies, racks, regions)
     members = list(layout)
     events = busy_day_events(cluster, layout, rng, disk_interval_s)
     spacing = (DAY_MS - 1000) / max(requests, 1)
