@@ -197,6 +197,9 @@ class RegionawarePolicy(TopologyAwarePolicy):
         self._region_keys = _RegionKeys(self)
         # (sizes, available regions, round-robin position) -> `_DirectPlan` or None; reset with `_populated`.
         self._direct_plans: dict[tuple[Any, ...], _DirectPlan | None] = {}
+        # Allowed regions -> (their known bookies, the weights and weighted selector over them) for the
+        # cross-region replacement; reset with `_populated`, the selector also when the weights are replaced.
+        self._fallback_pools: dict[tuple[str, ...], list[Any]] = {}
         local = settings.local_node_location
         self.local_region = UNKNOWN_REGION if settings.ignore_local_node or not local else region_of_location(local)
         # `_allocate_direct` serves sub-policies whose position 0 draws from the whole region (no local rack).
@@ -241,6 +244,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         self._populated = None
         self._region_keys.clear()
         self._direct_plans.clear()
+        self._fallback_pools.clear()
 
     def _populated_region_names(self) -> tuple[str, ...]:
         """Regions whose sub-policy knows at least one bookie, in name order (cached until membership changes)."""
@@ -875,13 +879,32 @@ class RegionawarePolicy(TopologyAwarePolicy):
         return PlacementResult(ensemble, self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum),
                                bookie=bookie, explain=explain)
 
+    def _fallback_pool(self, allowed: list[str]) -> tuple[list[str], WeightedSelector | None]:
+        """The known bookies of the `allowed` regions (region by region, each in id order) and, with disk
+        weights, the selector over them: a replacement's cross-region candidates. Kept until membership
+        changes (the selector until the weights are replaced), so a run of replacements that all fall
+        back, as during a region's outage, does not rebuild them per call (O(bookies log bookies))."""
+        key = tuple(allowed)
+        found = self._fallback_pools.get(key)
+        if found is None:
+            if len(self._fallback_pools) >= 64:
+                self._fallback_pools.clear()
+            pool = [b for r in allowed for b in self.sub_policies[r].known_sorted()]
+            found = self._fallback_pools[key] = [pool, None, None]
+        pool, weights, selector = found
+        if self.settings.disk_weighted and weights is not self.weights:
+            selector = found[2] = WeightedSelector(pool, self.weights, self.settings.max_weight_multiple)
+            found[1] = self.weights
+        return pool, selector
+
     def _select_random(self, pool: Sequence[str], n: int, excluded: set[str], predicate: CoverageEnsemble | None,
-                       ensemble: CoverageEnsemble | None, rng: random.Random) -> list[str]:
+                       ensemble: CoverageEnsemble | None, rng: random.Random,
+                       selector: WeightedSelector | None = None) -> list[str]:
         """Up to `n` distinct members of `pool` (BookKeeper's `selectRandomInternal`, spec §0.4).
 
         Uniform, or by capped disk weight when weighted placement is on. A candidate must not be
         excluded and, when `predicate` is given, must be accepted by it; it counts only if `ensemble`
-        (when given) records it.
+        (when given) records it. `selector`: the weighted selector over `pool` when the caller keeps one.
         """
         taken: set[str] = set()
 
@@ -890,8 +913,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
                 return False
             return predicate is None or predicate.apply(candidate, ensemble)
 
-        selector = WeightedSelector(pool, self.weights, self.settings.max_weight_multiple) \
-            if self.settings.disk_weighted else None
+        if selector is None and self.settings.disk_weighted:
+            selector = WeightedSelector(pool, self.weights, self.settings.max_weight_multiple)
         chosen: list[str] = []
         while len(chosen) < n:
             candidate = selector.pick(rng, accept) if selector is not None else pick_uniform(rng, pool, accept)
@@ -971,12 +994,12 @@ class RegionawarePolicy(TopologyAwarePolicy):
             explain["fallbacks"].append(f"region {region} of {bookie_to_replace} is not available; "
                                         "chose from all allowed regions")
         if candidate is None:
-            pool = [b for r in allowed for b in self.sub_policies[r].known_sorted()]
+            pool, selector = self._fallback_pool(allowed)
             predicate = coverage if enforce else None
             steps.append({"step": "replacement", "scope": "allowed regions",
                           "candidates": len(pool) - sum(per_region.get(r, 0) for r in allowed),
                           "regions": len(allowed)})
-            picked = self._select_random(pool, 1, excluded, predicate, coverage if enforce else None, rng)
+            picked = self._select_random(pool, 1, excluded, predicate, coverage if enforce else None, rng, selector)
             if not picked:
                 steps[-1]["failed"] = True
                 rule = (f" that keeps {self.min_regions} regions per acknowledged entry "

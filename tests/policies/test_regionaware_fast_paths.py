@@ -302,3 +302,47 @@ def test_replacement_checks_the_other_members_only_under_enforcement(enforced):
     assert noted is enforced
     assert result.bookie == "b2:3181"                 # same region, another rack, either way
     assert result.adherence == Adherence.FAIL         # a still holds three of the four copies
+
+
+class _Forgetful(dict):
+    """A cache that keeps nothing: every lookup misses."""
+
+    def __setitem__(self, key, value) -> None:
+        pass
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_region_replacements_keep_their_pool_and_selector_until_membership_or_weights_change(weighted):
+    """Replacing a bookie of region a with all of a excluded falls back to the allowed regions; the pool
+    and the weighted selector kept for that fallback decide every call as freshly built ones do, across
+    disk updates, joins and departures, and a disallowed region."""
+    layout = grid({"a": 2, "b": 2, "c": 2}, bookies_per_rack=2)
+    conf = {"diskWeightBasedPlacementEnabled": str(weighted).lower(),
+            "reppDisallowBookiePlacementInRegionFeatureName": "disallow"}
+    features: dict[str, int] = {}
+    kept, _ = make_policy(layout, features=features, **conf)
+    fresh, _ = make_policy(layout, features=features, **conf)
+    fresh._fallback_pools = _Forgetful()
+    g = random.Random(9)
+    everyone = sorted(layout)
+    region_a = [b for b in everyone if b.startswith("a-")]
+    fallbacks = 0
+    for call in range(300):
+        if weighted and call % 20 == 0:
+            infos = {b: BookieInfo(1 << 40, g.randrange(1, 1 << 40)) for b in everyone}
+            kept.update_bookie_info(infos)
+            fresh.update_bookie_info(infos)
+        if call % 50 == 25:
+            writable = [b for b in everyone if g.random() > 0.2 or b in region_a]
+            kept.on_cluster_changed(writable, [])
+            fresh.on_cluster_changed(writable, [])
+        features["c.disallow"] = int(call % 100 >= 70)
+        current = [region_a[0], *g.sample([b for b in everyone if not b.startswith("a-")], 2)]
+        exclude = [*region_a[1:], *g.sample(everyone, g.choice([0, 1]))]
+        rngs = random.Random(call), random.Random(call)
+        got = _outcome(lambda: kept.replace_bookie(3, 3, 2, None, current, current[0], exclude, rng=rngs[0]))
+        assert got == _outcome(lambda: fresh.replace_bookie(3, 3, 2, None, current, current[0], exclude,
+                                                            rng=rngs[1]))
+        assert rngs[0].random() == rngs[1].random()
+        fallbacks += got[0] == "ok" and "chose from all allowed regions" in got[4]
+    assert fallbacks > 200
