@@ -810,6 +810,22 @@ class RegionawarePolicy(TopologyAwarePolicy):
                     return None
                 continue
             topology = sub.topology
+            if not uniform:
+                # The sub-policy's weighted pick of each position (its scope: the region, then outside
+                # the racks taken), with the scopes chained as its own placement chains them.
+                sampler = sub._sampler()
+                scope = sampler.scope_excluding(())
+                used: list[str] = []
+                for position in range(size):
+                    if position:
+                        rack = topology.rack_of(chosen[-1])
+                        used.append(rack)
+                        scope = sampler.scope_after(scope, rack, used)  # type: ignore[arg-type]
+                    bookie = sampler.pick_excluding(scope, rng, excluded)  # type: ignore[arg-type]
+                    if bookie is None:
+                        return None
+                    chosen.append(bookie)
+                continue
             pick = sub._pick_leaf
             bookie = pick(ROOT, topology.leaves(ROOT), excluded, None, None, rng)  # type: ignore[arg-type]
             if bookie is None:
