@@ -731,7 +731,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         for region, start in _round_robin(available, self.last_region_index % n, local_index, local_region):
             add = min(remaining_e, -(-remaining_e // to_allocate))
             if add <= 0:
-                continue
+                continue  # the loop marks the region maximal; it holds nothing, so nothing else happens
             add_w = max(1, min(remaining_w, _round_half_up_ratio(write_quorum * add, ensemble_size)))
             sub = self.sub_policies[region]
             multi_rack = sub.topology.num_racks >= 2
@@ -773,6 +773,14 @@ class RegionawarePolicy(TopologyAwarePolicy):
         out of acceptable bookies gives up (the caller replays the draws into the loop). The
         adherence is the same for every ensemble a plan produces (the regions of each write set, and
         where racks repeat, are fixed by the plan), so it is computed once per plan.
+
+        What the loop's sub-policy call would add is left out because it cannot refuse anything here:
+        its own rack coverage never refuses a pick when every position draws outside the racks of the
+        earlier ones (a write set whose members all have distinct racks can still reach
+        min(W, minNumRacksPerWriteQuorum) racks with any new one); its random selection, in a region
+        of fewer than two racks, asks no predicate at all; and its private copy of the exclusions only
+        gains the picks, which no later draw of the call can meet (they are in other racks or regions,
+        or in a shuffle that visits each bookie once).
         """
         plan = self._direct_plan(ensemble_size, write_quorum, ack_quorum, min_regions, available)
         if plan is None:
