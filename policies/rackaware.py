@@ -668,6 +668,11 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             else:
                 for bookie in chosen:
                     counted.add(self.topology.rack_of(bookie))
+            if len(chosen) == ensemble_size - 1 and min_racks < write_quorum:
+                placed = self._place_beyond_racks(ensemble_size, write_quorum, ack_quorum, chosen, exclude, rng,
+                                                  fallbacks, steps, counted)
+                if placed is not None:
+                    return placed
         coverage = CoverageEnsemble(ensemble_size, write_quorum, ack_quorum, min_racks, self._locate,
                                     parent, parent_predicate)
         for bookie in chosen:
@@ -681,6 +686,47 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             excluded = exclude - set(coverage.chosen)
             message, info = self._why_not_enough(ensemble_size, write_quorum, excluded, exc)
             raise NotEnoughBookiesError(message, explain=info) from exc
+
+    def _place_beyond_racks(self, ensemble_size: int, write_quorum: int, ack_quorum: int, chosen: list[str],
+                            exclude: set[str], rng: random.Random, fallbacks: list[str],
+                            steps: list[dict[str, Any]], counted: _Counted) -> tuple[list[str], Adherence] | None:
+        """The general loop's last position after the fast path has put every other one in a rack of its
+        own and no rack is left (5/3/2 on 4 racks), without its coverage bookkeeping; None when racks
+        are left (the fast path stopped at an excluded draw), the caller then runs the loop.
+
+        The loop finds no leaf outside the racks used so far (no draw), notes the fallback and picks
+        from the whole cluster under the rack coverage. That coverage accepts every bookie not chosen
+        yet when min(W, minNumRacksPerWriteQuorum) < W (the caller's condition): each write set holding
+        the position already has its other members in distinct racks, at least that many once it is
+        checked at all. So the pick is the cluster pick without a predicate: the same draws, the same
+        steps and notes, and the same random last resort or error when nothing is left.
+        """
+        position = len(chosen)
+        topology = self.topology
+        avoid = [self._locate(b) for b in chosen]
+        leaves = topology.leaves_excluding(avoid)
+        if len(leaves):
+            return None
+        ranges = self._index()[2]
+        racks_total = topology.num_racks
+        name = POSITIONS[position]
+        ex, full = counted.outside(avoid)
+        racks_in = racks_total - sum(1 for rack in set(avoid) if rack in ranges)
+        steps.append({"step": name, "scope": _SCOPE_UNUSED, "candidates": -ex, "racks": racks_in - full,
+                      "failed": True})
+        fallbacks.append(f"position {position}: no bookie outside the racks used so far met the rack coverage; "
+                         "chose from the whole cluster")
+        ex, full = counted.outside(())
+        steps.append({"step": name, "scope": _SCOPE_FALLBACK, "candidates": len(topology) - ex,
+                      "racks": racks_total - full})
+        try:
+            bookie = self._select_from_location(ROOT, exclude, None, None, not self.settings.enforce_min_racks,
+                                                rng, fallbacks, steps, name)
+        except NotEnoughBookiesError as exc:
+            message, info = self._why_not_enough(ensemble_size, write_quorum, exclude - set(chosen), exc)
+            raise NotEnoughBookiesError(message, explain=info) from exc
+        result = [*chosen, bookie]
+        return result, self.is_ensemble_adhering(result, write_quorum, ack_quorum)
 
     def _place_fast(self, ensemble_size: int, exclude: set[str], rng: random.Random,
                     steps: list[dict[str, Any]] | None = None, counted: _Counted | None = None) -> list[str]:

@@ -8,6 +8,7 @@ generator's state afterwards is compared too), so decisions stay byte-identical.
 from __future__ import annotations
 
 import bisect
+import json
 import itertools
 import random
 
@@ -585,3 +586,76 @@ def test_weighted_picks_with_an_exclusion_set_are_the_picks_with_a_predicate():
             assert sampler.pick_excluding(scope, ours, excluded) == sampler.pick(scope, theirs,
                                                                                  lambda b: b not in excluded)
             assert ours.getstate() == theirs.getstate()
+
+
+def _placement(call):
+    """A comparable record of one placement: its result, or its error's type, message and explanation."""
+    try:
+        result = call()
+    except (NotEnoughBookiesError, ValueError) as exc:
+        return ("error", type(exc).__name__, str(exc), json.dumps(getattr(exc, "explain", None)))
+    return ("ok", result.ensemble, int(result.adherence), json.dumps(result.explain))
+
+
+def test_the_position_beyond_the_racks_is_the_general_loops(monkeypatch):
+    """With every rack taken and one position left (5/3/2 on 4 racks), the rack-aware policy places it
+    without the general loop's coverage bookkeeping. Random clusters (some bookies unmapped, in the
+    default rack), settings (racks per write quorum, enforcement, weights, stabilization, a local
+    rack), exclusions, departures and sizes: every call decides as the loop does, steps and notes
+    included, and leaves the generator in the same state."""
+    from policies.rackaware import RackawarePolicyImpl
+
+    calls = {"placed": 0}
+    original = RackawarePolicyImpl._place_beyond_racks
+
+    def counting(self, *args):
+        placed = original(self, *args)
+        calls["placed"] += placed is not None
+        return placed
+
+    monkeypatch.setattr(RackawarePolicyImpl, "_place_beyond_racks", counting)
+    for seed in range(150):
+        g = random.Random(seed)
+        racks = g.randint(2, 5)
+        mapping = {f"b{r}-{n}:3181": f"/rack{r}" for r in range(racks) for n in range(g.randint(1, 4))}
+        unmapped = [f"u{n}:3181" for n in range(g.choice([0, 0, 1, 2]))]
+        conf = {"ensemblePlacementPolicy": "rackaware", "minNumRacksPerWriteQuorum": str(g.choice([1, 2, 2, 3])),
+                "enforceMinNumRacksPerWriteQuorum": g.choice(["true", "false"]),
+                "diskWeightBasedPlacementEnabled": g.choice(["true", "false"]),
+                "networkTopologyStabilizePeriodSeconds": g.choice(["0", "30"])}
+        if g.random() < 0.2:
+            conf["localNodeLocation"] = "/rack0"
+        clock = [0.0]
+        policies = []
+        for _ in range(2):
+            policy = create_policy(conf, resolver=dict(mapping), clock=lambda: clock[0])
+            policy.on_cluster_changed([*mapping, *unmapped], [])
+            disk = random.Random(seed)
+            policy.update_bookie_info({b: BookieInfo(1 << 40, disk.randrange(0, 1 << 40)) for b in [*mapping, *unmapped]})
+            policies.append(policy)
+        plain = policies[1]
+        plain._place_beyond_racks = lambda *args: None
+        for secondary in ([plain.secondary] if getattr(plain, "secondary", None) is not None else []):
+            secondary._place_beyond_racks = lambda *args: None
+        everyone = sorted([*mapping, *unmapped])
+        for step in range(25):
+            if step % 10 == 9:
+                writable = [b for b in everyone if g.random() > 0.2]
+                clock[0] += g.choice([0, 10, 40])
+                for policy in policies:
+                    policy.on_cluster_changed(writable, [])
+            size = g.choice([racks - 1, racks, racks + 1, racks + 1, racks + 2])
+            if size < 1:
+                continue
+            write_quorum = g.randint(1, size)
+            ack_quorum = g.randint(1, write_quorum)
+            exclude = g.sample(everyone, g.choice([0, 0, 1, 2]))
+            seed_call = g.randrange(1 << 30)
+            rngs = random.Random(seed_call), random.Random(seed_call)
+            got = _placement(lambda: policies[0].new_ensemble(size, write_quorum, ack_quorum, None, exclude,
+                                                              rng=rngs[0]))
+            expected = _placement(lambda: plain.new_ensemble(size, write_quorum, ack_quorum, None, exclude,
+                                                             rng=rngs[1]))
+            assert got == expected, (seed, step)
+            assert rngs[0].random() == rngs[1].random(), (seed, step)
+    assert calls["placed"] > 300
