@@ -18,7 +18,7 @@ Parts:
   - the engine's whole per-request work (parse the JSON request, the model's step with a per-request
     generator, the policy call, the decision and its JSON) with `common.BENCH_CONF` (2 racks per write
     quorum enforced, disk weights, stabilization), on a warm model, with the garbage collector tuned as the
-    engine's Python workers tune it (`streaming.stateful.GC_THRESHOLD`);
+    engine's Python workers tune it (`streaming.worker_gc.tune_worker_gc`);
   - registering the cluster (one bookie_writable and one bookie_disk per bookie);
   - the state of one cluster: snapshot bytes, dumps and loads time (paid once per cluster per micro-batch),
     and the model's Python heap (tracemalloc).
@@ -34,7 +34,6 @@ CPU is the CPU time of that tree per request (robust to other load on a shared m
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import random
 import shutil
@@ -71,10 +70,11 @@ def part_bookies(sizes, seconds: float, requests: int) -> list[dict]:
     from events import Origin, parse_record
     from policies import create_policy
     from state.settings import ModelSettings
-    from streaming.stateful import GC_THRESHOLD, dump_model, load_model
+    from streaming.stateful import dump_model, load_model
+    from streaming.worker_gc import tune_worker_gc
     from state.step import step
 
-    gc.set_threshold(*GC_THRESHOLD)  # as the engine's Python workers run (the default thresholds cost 10-20 %)
+    tune_worker_gc()  # as the engine's Python workers run (Python's default thresholds cost 10-20 %)
     conf = dict(common.BENCH_CONF)
     settings = ModelSettings.from_conf(conf)
     rows = []

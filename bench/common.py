@@ -11,7 +11,6 @@ so the same arguments give the same file.
 
 from __future__ import annotations
 
-import gc
 import json
 import math
 import os
@@ -561,9 +560,10 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
     from state.settings import ModelSettings
     from state.step import step
 
-    from streaming.stateful import GC_THRESHOLD, dump_model, load_model
+    from streaming.stateful import dump_model, load_model
+    from streaming.worker_gc import tune_worker_gc
 
-    gc.set_threshold(*GC_THRESHOLD)  # as the engine's Python workers run
+    tune_worker_gc()  # as the engine's Python workers run
     settings = ModelSettings.from_conf(conf)
     stages = dict.fromkeys(("input frame + sort", "parse_record", "snapshot load", "step: policy calls",
                             "step: model + decisions", "output to_json", "output frame", "snapshot dump"), 0.0)

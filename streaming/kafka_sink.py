@@ -30,6 +30,7 @@ from streaming.kafka_source import (
     lower_options,
     parse_positive_int,
 )
+from streaming.worker_gc import tune_worker_gc
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +148,7 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
             KafkaWriteError: a row has no topic, a delivery failed, or the flush did not finish in
                 ``flushTimeoutMs``. The message names the topic.
         """
+        tune_worker_gc()
         settings = self._settings
         producer = cached_producer(settings.producer_conf())
         failures: list[tuple[str, KafkaError]] = []

@@ -44,6 +44,8 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from streaming.worker_gc import tune_worker_gc
+
 logger = logging.getLogger(__name__)
 
 SHORT_NAME = "placement-kafka"
@@ -571,6 +573,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         Raises:
             KafkaReadError: the broker returned an error, or no record arrived for ``kafkaConsumer.pollTimeoutMs``.
         """
+        tune_worker_gc()
         settings = self._settings
         topic, start, end = partition.topic, partition.start, partition.end
         # Prefetch the whole range but not much past it: librdkafka keeps fetching until queued.min.messages

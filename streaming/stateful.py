@@ -35,7 +35,6 @@ the same order; the live model goes from slice to slice and is stored once, afte
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -54,6 +53,7 @@ from state.snapshot import dumps, loads
 from state.step import step
 
 from .packed import pack_outputs, unpack
+from .worker_gc import tune_worker_gc
 
 log = logging.getLogger(__name__)
 
@@ -156,21 +156,6 @@ class ModelCache:
 
 MODEL_CACHE = ModelCache()
 """This worker's cache (module-level: it outlives the per-task function Spark unpickles)."""
-
-GC_THRESHOLD = (50_000, 20, 20)
-"""The cyclic garbage collector's thresholds in a worker that steps models (`gc.set_threshold`).
-
-A cluster's model and audit memory are hundreds of thousands of long-lived objects, and Python's
-default (700 allocations) runs a collection that scans them every few requests: about a fifth of
-a busy cluster's CPU time was the collector. The engine makes almost no reference cycles, so
-collecting less often costs little memory.
-"""
-
-
-def _tune_gc() -> None:
-    if gc.get_threshold() != GC_THRESHOLD:
-        gc.set_threshold(*GC_THRESHOLD)
-
 
 class Stepped(NamedTuple):
     """What `guarded_step` returns: the new state blob, the outputs, and when the model's next
@@ -345,7 +330,7 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
     conf_key = tuple(sorted(conf.items()))  # cached models are reused only under the same configuration
 
     def on_group(key: tuple, frames: Iterator[pd.DataFrame], group_state) -> Iterator[pd.DataFrame]:
-        _tune_gc()
+        tune_worker_gc()
         cluster, shard = key[0], int(key[1]) % max(shards, 1)  # the key holds a spread label (streaming.job)
         stored = group_state.get if cluster and group_state.exists else None
         if group_state.hasTimedOut:
