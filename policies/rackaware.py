@@ -696,10 +696,11 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
 
         The loop finds no leaf outside the racks used so far (no draw), notes the fallback and picks
         from the whole cluster under the rack coverage. That coverage accepts every bookie not chosen
-        yet when min(W, minNumRacksPerWriteQuorum) < W (the caller's condition): each write set holding
-        the position already has its other members in distinct racks, at least that many once it is
-        checked at all. So the pick is the cluster pick without a predicate: the same draws, the same
-        steps and notes, and the same random last resort or error when nothing is left.
+        yet when k = min(W, minNumRacksPerWriteQuorum) < W (the caller's condition): the earlier members
+        of each write set holding the position are in distinct racks, and a write set refuses a
+        candidate in one of its racks only when it could then no longer reach k racks, which with
+        W - 1 >= k cannot happen. So the pick is the cluster pick without a predicate: the same draws,
+        the same steps and notes, and the same random last resort or error when nothing is left.
         """
         position = len(chosen)
         topology = self.topology
@@ -712,7 +713,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         name = POSITIONS[position]
         ex, full = counted.outside(avoid)
         racks_in = racks_total - sum(1 for rack in set(avoid) if rack in ranges)
-        steps.append({"step": name, "scope": _SCOPE_UNUSED, "candidates": -ex, "racks": racks_in - full,
+        steps.append({"step": name, "scope": _SCOPE_UNUSED, "candidates": len(leaves) - ex, "racks": racks_in - full,
                       "failed": True})
         fallbacks.append(f"position {position}: no bookie outside the racks used so far met the rack coverage; "
                          "chose from the whole cluster")
