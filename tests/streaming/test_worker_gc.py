@@ -43,3 +43,29 @@ def test_the_first_call_freezes_what_exists_and_later_objects_are_still_collecte
     assert result["after_second"] == result["frozen"]
     assert result["threshold"] == result["expected"]
     assert result["cycle_freed"]
+
+
+def test_every_executor_entry_point_tunes_the_worker_first(monkeypatch):
+    """The state function, the Kafka source's read and the Kafka sink's write each tune the worker's
+    collector before their work (the first of them in a worker does the freeze)."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    import streaming.kafka_sink as kafka_sink
+    import streaming.kafka_source as kafka_source
+    import streaming.stateful as stateful
+    from tests.streaming.test_model_cache import GroupState, _day, _run
+
+    calls = []
+    for module in (stateful, kafka_source, kafka_sink):
+        monkeypatch.setattr(module, "tune_worker_gc", lambda name=module.__name__: calls.append(name))
+    monkeypatch.setattr(stateful, "MODEL_CACHE", stateful.ModelCache())
+
+    function = stateful.make_state_function({"ensemblePlacementPolicy": "rackaware"}, "kafka")
+    _run(function, GroupState(), _day()[:5], 0)
+    reader = kafka_source.KafkaStreamReader(kafka_source.KafkaSourceSettings.from_options(
+        {"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t"}))
+    assert list(reader.read(kafka_source.KafkaInputPartition("t", 0, 7, 7))) == []   # an empty range
+    writer = kafka_sink.KafkaStreamWriter(kafka_sink.KafkaSinkSettings.from_options(
+        {"kafka.bootstrap.servers": "127.0.0.1:1"}, StructType([StructField(name, StringType()) for name in ("topic", "key", "value")])))
+    writer.write(iter([]))
+    assert calls == ["streaming.stateful", "streaming.kafka_source", "streaming.kafka_sink"]
