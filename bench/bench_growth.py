@@ -71,7 +71,7 @@ def part_bookies(sizes, seconds: float, requests: int) -> list[dict]:
     from policies import create_policy
     from state.settings import ModelSettings
     from streaming.stateful import dump_model, load_model
-    from streaming.worker_gc import tune_worker_gc
+    from streaming.worker_gc import paused_gc, tune_worker_gc
     from state.step import step
 
     tune_worker_gc()  # as the engine's Python workers run (Python's default thresholds cost 10-20 %)
@@ -104,9 +104,10 @@ def part_bookies(sizes, seconds: float, requests: int) -> list[dict]:
         lines = [common._line(common.request("c", n, begin + n, members, rng)) for n in range(requests)]  # noqa: SLF001
         step(model, "c", [parse_record(lines[0], origin)], settings, conf)   # warm the policy's caches
         cpu = time.process_time()
-        items = [parse_record(line, origin) for line in lines]
-        result = step(model, "c", items, settings, conf)
-        texts = [o.to_json() for o in result.outputs]
+        with paused_gc():  # as the state function parses and steps (streaming.worker_gc)
+            items = [parse_record(line, origin) for line in lines]
+            result = step(model, "c", items, settings, conf)
+            texts = [o.to_json() for o in result.outputs]
         engine_s = time.process_time() - cpu
         failed = sum('"status":"failed"' in t for t in texts)
         blob = dump_model(model)

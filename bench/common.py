@@ -561,7 +561,7 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
     from state.step import step
 
     from streaming.stateful import dump_model, load_model
-    from streaming.worker_gc import tune_worker_gc
+    from streaming.worker_gc import paused_gc, tune_worker_gc
 
     tune_worker_gc()  # as the engine's Python workers run
     settings = ModelSettings.from_conf(conf)
@@ -577,11 +577,13 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
         frame = frame.sort_values(["o1", "o2", "o3"], kind="stable")
         t1 = clock()
         items = []
-        for name, part, pos, value in zip(frame["src_name"], frame["src_part"], frame["src_pos"], frame["value"]):
-            item = parse_record(value, Origin.from_kafka(name, int(part), int(pos)))
-            if isinstance(item, DeadLetter):
-                raise RuntimeError(f"generated record became a dead letter: {item.reason}: {item.detail}")
-            items.append(item)
+        with paused_gc():  # the state function parses and steps with the collector paused (streaming.worker_gc)
+            for name, part, pos, value in zip(frame["src_name"], frame["src_part"], frame["src_pos"],
+                                              frame["value"]):
+                item = parse_record(value, Origin.from_kafka(name, int(part), int(pos)))
+                if isinstance(item, DeadLetter):
+                    raise RuntimeError(f"generated record became a dead letter: {item.reason}: {item.detail}")
+                items.append(item)
         t2 = clock()
         model = (load_model(blob, conf, settings) if blob is not None
                  else ClusterModel(cluster, settings, conf))
@@ -591,14 +593,16 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
         for name in POLICY_CALLS:
             if hasattr(model.policy, name):
                 setattr(model.policy, name, _timed_method(getattr(model.policy, name), name, calls, depth))
-        result = step(model, cluster, items, settings, conf)
+        with paused_gc():
+            result = step(model, cluster, items, settings, conf)
         t4 = clock()
         policy_time = sum(seconds for seconds, _ in calls.values())
         for name, (seconds, count) in calls.items():
             total = per_call.setdefault(name, [0.0, 0])
             total[0] += seconds
             total[1] += count
-        texts = [o.to_json() for o in result.outputs]
+        with paused_gc():
+            texts = [o.to_json() for o in result.outputs]
         t5 = clock()
         pd.DataFrame({"kind": [o.kind for o in result.outputs], "cluster": [o.cluster for o in result.outputs],
                       "id": [o.id for o in result.outputs], "value": texts},

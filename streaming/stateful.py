@@ -53,7 +53,7 @@ from state.snapshot import dumps, loads
 from state.step import step
 
 from .packed import pack_outputs, unpack
-from .worker_gc import tune_worker_gc
+from .worker_gc import paused_gc, tune_worker_gc
 
 log = logging.getLogger(__name__)
 
@@ -337,6 +337,25 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
             yield _frame(on_tick(cluster, shard, stored, group_state))
             return
         chunks = list(frames)
+        with paused_gc():  # see streaming.worker_gc: a collection here would only scan
+            items, horizon_ms = parse_group(cluster, chunks)
+        state = stored[0] if stored is not None else None
+        parts = time_slices(items, SLICE_RECORDS) if cluster else [items]
+        slices = step_slices(state, cluster, parts, settings, conf, shard, shards, horizon_ms,
+                             cache_key=(conf_key, cluster, shard, shards))
+        while True:
+            with paused_gc():
+                stepped = next(slices, None)
+                if stepped is None:
+                    return
+                if stepped.state is not None:
+                    _store(group_state, stepped)
+                out = pd.DataFrame(pack_outputs(stepped.outputs)) if packed else _frame(stepped.outputs)
+                del stepped  # the outputs go before the collector is back (it would scan them)
+            yield out
+
+    def parse_group(cluster: str, chunks: list[pd.DataFrame]) -> tuple[list[Any], int | None]:
+        """The group's records in the order Spark's columns give, parsed; and the replay's horizon."""
         frame = chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
         order = np.lexsort((frame["o3"].to_numpy(), frame["o2"].to_numpy(), frame["o1"].to_numpy()))
         values = frame["value"].to_numpy()[order]
@@ -360,13 +379,7 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
                 item = DeadLetter(raw=value, source=origin.to_record(), reason=Reason.INVALID_JSON,
                                   detail="cluster: the record names its cluster more than once")
             items.append(item)
-        state = stored[0] if stored is not None else None
-        parts = time_slices(items, SLICE_RECORDS) if cluster else [items]
-        for stepped in step_slices(state, cluster, parts, settings, conf, shard, shards, horizon_ms,
-                                   cache_key=(conf_key, cluster, shard, shards)):
-            if stepped.state is not None:
-                _store(group_state, stepped)
-            yield pd.DataFrame(pack_outputs(stepped.outputs)) if packed else _frame(stepped.outputs)
+        return items, horizon_ms
 
     def on_tick(cluster: str, shard: int, stored: tuple | None, group_state) -> list[Output]:
         if stored is None or stored[1] is None:

@@ -11,11 +11,23 @@ objects made since, the models and batches.
 
 The objects frozen then are never freed by the cyclic collector; they are the imported modules
 and the first task's own objects, so at most the latter, once per worker, stay behind.
+
+While a group's batch is parsed and a slice of it stepped, the collector is paused
+(`paused_gc`). Everything made then either lives until the slice's outputs are handed on (the
+parsed records, the decisions) or joins the model; the engine makes no reference cycles on that
+path, so a collection there finds nothing to free and only scans: each such object once in the
+youngest generation and again in the middle one, about 5 us per record of a busy cluster
+(`gc.callbacks` in the state function: 50 young and 2 middle collections over 200,000 records,
+0.5 s, nothing collected). Paused, the first allocation after the slice runs one young collection
+over what is still alive. A slice bounds what could pile up meanwhile if some input did make
+cycles.
 """
 
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 GC_THRESHOLD = (50_000, 20, 20)
 """The cyclic garbage collector's thresholds in a worker that steps models (`gc.set_threshold`).
@@ -39,4 +51,17 @@ def tune_worker_gc() -> None:
         gc.freeze()
 
 
-__all__ = ["GC_THRESHOLD", "tune_worker_gc"]
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic collector off for the block, then back as it was (left off if it was off)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+__all__ = ["GC_THRESHOLD", "paused_gc", "tune_worker_gc"]

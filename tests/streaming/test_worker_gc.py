@@ -69,3 +69,65 @@ def test_every_executor_entry_point_tunes_the_worker_first(monkeypatch):
         {"kafka.bootstrap.servers": "127.0.0.1:1"}, StructType([StructField(name, StringType()) for name in ("topic", "key", "value")])))
     writer.write(iter([]))
     assert calls == ["streaming.stateful", "streaming.kafka_source", "streaming.kafka_sink"]
+
+
+def test_paused_gc_turns_the_collector_off_for_the_block_and_back_as_it_was():
+    import gc
+
+    import pytest
+
+    from streaming.worker_gc import paused_gc
+
+    assert gc.isenabled()
+    with paused_gc():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), paused_gc():
+        raise RuntimeError("a failing slice")
+    assert gc.isenabled()                              # back on after an error too
+    gc.disable()
+    try:
+        with paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()                      # someone else turned it off: left off
+    finally:
+        gc.enable()
+
+
+def test_the_state_function_parses_and_steps_with_the_collector_paused_and_yields_with_it_on(monkeypatch):
+    """A collection while a batch is parsed or stepped only scans (streaming.worker_gc); while the
+    function is suspended at a yield, Spark's code runs and the collector must be on."""
+    import gc
+    import importlib
+
+    import streaming.stateful as stateful
+    from tests.streaming.test_model_cache import GroupState, _day, _frame
+
+    state_step = importlib.import_module("state.step")   # `state.step` the attribute is the function
+    seen = {"parse": set(), "answer": set()}
+    parse, answer = stateful.parse_record, state_step.answer
+
+    def parse_watched(*args, **kwargs):
+        seen["parse"].add(gc.isenabled())
+        return parse(*args, **kwargs)
+
+    def answer_watched(*args, **kwargs):
+        seen["answer"].add(gc.isenabled())
+        return answer(*args, **kwargs)
+
+    monkeypatch.setattr(stateful, "parse_record", parse_watched)
+    monkeypatch.setattr(state_step, "answer", answer_watched)
+    monkeypatch.setattr(stateful, "MODEL_CACHE", stateful.ModelCache())
+    monkeypatch.setattr(stateful, "SLICE_RECORDS", 20)   # several slices, so several yields
+    function = stateful.make_state_function({"ensemblePlacementPolicy": "rackaware"}, "kafka")
+    lines = _day()
+    frames = function(("c1", 0), iter([_frame(lines, 0)]), GroupState())
+    on_at_yield = []
+    rows = 0
+    for frame in frames:
+        on_at_yield.append(gc.isenabled())
+        rows += len(frame)
+    assert seen == {"parse": {False}, "answer": {False}}
+    assert len(on_at_yield) > 2 and all(on_at_yield)
+    assert rows > 60                                   # the decisions came out
+    assert gc.isenabled()
