@@ -54,6 +54,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .job import check_topics, start_kafka_job
+    from .shutdown import StopSignals, serve_until_stopped
 
     conf = load_conf(args.conf, args.set)
     settings = _engine_settings(conf)
@@ -64,11 +65,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     log.info("placement-engine running: %s + %s -> %s, %s, %s (checkpoint %s)", settings.events_topic,
              settings.requests_topic, settings.decisions_topic, settings.alerts_topic,
              settings.dead_letters_topic, settings.checkpoint_location)
-    try:
-        query.awaitTermination()
-    except KeyboardInterrupt:
-        log.info("stopping on interrupt")
-        query.stop()
+    with StopSignals() as signals:
+        serve_until_stopped(query, signals, settings.stop_grace_seconds)
     return 0
 
 

@@ -30,6 +30,7 @@ from streaming.kafka_source import (
     lower_options,
     parse_positive_int,
 )
+from streaming.shutdown import STOPPING
 from streaming.worker_gc import tune_worker_gc
 
 logger = logging.getLogger(__name__)
@@ -205,5 +206,9 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages, batchId: int) -> None:
         """Some task of ``batchId`` failed (driver). Records already sent stay in Kafka (at-least-once)."""
+        if STOPPING.is_set():
+            logger.info("placement-kafka sink: batch %d stopped with the job; records written by its finished tasks "
+                        "remain in Kafka and are written again when the job restarts", batchId)
+            return
         logger.warning("placement-kafka sink: batch %d aborted; records written by its successful tasks remain in "
                        "Kafka and will be written again when the batch is retried", batchId)

@@ -33,6 +33,7 @@ DEFAULTS: dict[str, str] = {
     "engine.kafka.endOffsetProbe": "fetch",
     "engine.alerts.kafkaMode": "binary",
     "engine.replay.recordsPerTrigger": "200000",
+    "engine.stopGraceSeconds": "20",
 }
 """Every engine key the streaming layer reads, with its default (the README lists them)."""
 
@@ -82,6 +83,7 @@ class EngineSettings:
     end_offset_probe: str = "fetch"
     alerts_kafka_mode: str = "binary"
     replay_records_per_trigger: int = 50000
+    stop_grace_seconds: int = 20
     kafka_client: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -126,6 +128,7 @@ class EngineSettings:
             end_offset_probe=_choice(conf, "engine.kafka.endOffsetProbe", ("fetch", "list")),
             alerts_kafka_mode=_choice(conf, "engine.alerts.kafkaMode", ("binary", "structured")),
             replay_records_per_trigger=_int(conf, "engine.replay.recordsPerTrigger", minimum=1),
+            stop_grace_seconds=_int(conf, "engine.stopGraceSeconds", minimum=0),
             kafka_client={k[len(KAFKA_CLIENT_PREFIX):]: str(v) for k, v in conf.items()
                           if k.startswith(KAFKA_CLIENT_PREFIX)},
         )

@@ -250,3 +250,41 @@ def test_run_with_the_native_connector_missing_is_a_configuration_error(spark, k
     err = capsys.readouterr().err
     assert "engine.kafka.connector" in err and "spark-sql-kafka-0-10_2.13:4.3" in err
     assert "Traceback" not in err
+
+
+def test_run_stops_on_sigterm_after_its_micro_batch_with_status_0_and_no_error_logs(kafka_bootstrap, topics, tmp_path):
+    """What Kubernetes, systemd and YARN send: the job stops between micro-batches, quietly (streaming.shutdown)."""
+    import signal
+    import subprocess
+    import sys
+    import threading
+    from pathlib import Path
+
+    conf = _conf(kafka_bootstrap, topics, tmp_path / "checkpoint")
+    properties = tmp_path / "run.properties"
+    properties.write_text("".join(f"{key}={value}\n" for key, value in conf.items()), encoding="utf-8")
+    produce_records(kafka_bootstrap, topics["events"], _keyed(_bookies("c1")))
+    produce_records(kafka_bootstrap, topics["requests"], _keyed(_creates("c1", 0, 30)))
+    script = Path(sys.executable).with_name("placement-engine")
+    job = subprocess.Popen([str(script), "run", "--conf", str(properties)], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(job.stdout), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + CAUGHT_UP_GUARD_S
+        while len(consume_all(kafka_bootstrap, topics["decisions"])) < 30:   # the job is up and answering
+            assert job.poll() is None, "".join(lines)[-3000:]
+            assert time.monotonic() < deadline, "no decisions within the guard"
+            time.sleep(0.5)
+        job.send_signal(signal.SIGTERM)
+        code = job.wait(timeout=CAUGHT_UP_GUARD_S)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    reader.join(timeout=10)
+    log = "".join(lines)
+    assert code == 0, log[-3000:]
+    assert "SIGTERM received: stopping after the micro-batch in progress" in log
+    assert "stopped on SIGTERM" in log
+    assert "Exception while sending command" not in log and "Traceback" not in log, log[-3000:]

@@ -1,0 +1,113 @@
+"""Stopping `placement-engine run` on SIGINT or SIGTERM the way an operator expects: quietly.
+
+Without this, Ctrl-C raised KeyboardInterrupt inside whatever py4j call the driver was making (py4j
+then logged two ERROR lines about a broken command), and SIGTERM, what Kubernetes, systemd and YARN
+send, killed the driver outright: exit status -15 and a page of Spark ERRORs and stack traces, the
+in-flight micro-batch's tasks crashing. Now both signals only record the request (`StopSignals`);
+the driver lets the micro-batch in progress finish, for up to `engine.stopGraceSeconds`, then stops
+the query and `run` exits with status 0 (`serve_until_stopped`). A second signal stops at once.
+
+Send the signal to the `placement-engine` process only: a JVM that gets SIGTERM itself shuts down at
+once, whatever the driver does (systemd: `KillMode=mixed`; a container: the engine as its main
+process). A micro-batch stopped midway is retried from the checkpoint when the job starts again;
+what its finished tasks wrote stays in Kafka and is written again (at-least-once, as always).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable
+from types import FrameType
+from typing import Any
+
+log = logging.getLogger("placement-engine")
+
+STOPPING = threading.Event()
+"""Set in the driver once a stop was asked for: the Kafka sink then reports a batch aborted by the
+stop as part of it (INFO), not as a failure (WARNING). One per process: the driver runs one job."""
+
+
+class StopSignals:
+    """A context manager that turns SIGINT and SIGTERM into a stop request instead of an exception.
+
+    The handlers only record the signal, so a blocking call in progress (py4j's socket read) resumes
+    undisturbed; the previous handlers come back on exit.
+    """
+
+    def __init__(self, signals: Iterable[signal.Signals] = (signal.SIGINT, signal.SIGTERM)) -> None:
+        self.signals = tuple(signals)
+        self.received: list[str] = []
+        self._previous: dict[signal.Signals, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        for number in self.signals:
+            self._previous[number] = signal.signal(number, self._record)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+        self._previous.clear()
+
+    def _record(self, number: int, frame: FrameType | None) -> None:
+        self.received.append(signal.Signals(number).name)
+
+    @property
+    def requested(self) -> bool:
+        """A stop was asked for."""
+        return bool(self.received)
+
+    @property
+    def hurried(self) -> bool:
+        """A second signal came: stop without waiting for the micro-batch."""
+        return len(self.received) > 1
+
+
+def serve_until_stopped(query: Any, signals: StopSignals, grace_s: float, *, poll_s: float = 0.5,
+                        clock: Callable[[], float] = time.monotonic,
+                        sleep: Callable[[float], None] = time.sleep) -> str | None:
+    """Wait while `query` (a StreamingQuery) runs; on a stop request, stop it between micro-batches.
+
+    The micro-batch in progress may finish first, for up to `grace_s` seconds (a second signal ends
+    the wait); the query stops as soon as no micro-batch runs or that one has completed. A micro-batch
+    that starts meanwhile (a backlog runs them back to back) is aborted and retried on the next
+    start, as after any stop.
+
+    Returns:
+        The name of the signal that stopped the query; None when the query ended by itself.
+
+    Raises:
+        StreamingQueryException: the query failed (from `awaitTermination`).
+    """
+    while not signals.requested:
+        if query.awaitTermination(poll_s):
+            return None
+    name = signals.received[0]
+    log.info("%s received: stopping after the micro-batch in progress (waiting up to %g s; send it again to "
+             "stop at once)", name, grace_s)
+    deadline = clock() + grace_s
+    in_progress = _last_batch(query)
+    while query.isActive and query.status.get("isTriggerActive") and not signals.hurried:
+        if _last_batch(query) != in_progress:
+            break            # that micro-batch is done; the one now running (a backlog's next) just began
+        if clock() >= deadline:
+            log.info("the micro-batch in progress did not finish within engine.stopGraceSeconds=%g; stopping it "
+                     "(it is retried from the checkpoint on the next start)", grace_s)
+            break
+        sleep(0.05)
+    STOPPING.set()
+    query.stop()
+    log.info("stopped on %s", name)
+    return name
+
+
+def _last_batch(query: Any) -> int | None:
+    """The id of the query's last completed micro-batch (None before the first)."""
+    progress = query.lastProgress
+    return None if not progress else progress.get("batchId")
+
+
+__all__ = ["STOPPING", "StopSignals", "serve_until_stopped"]
