@@ -118,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"placement-engine: configuration error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # `run` handles its own signals (streaming.shutdown); this is replay, demo, alerts
+        print(f"placement-engine: {args.command} interrupted; anything it was writing is incomplete",
+              file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -88,3 +88,15 @@ def test_replay_config_errors_stop_before_spark_with_the_key(capsys, tmp_path, o
     err = capsys.readouterr().err
     assert code == 2
     assert key in err and "Traceback" not in err
+
+
+def test_an_interrupted_command_says_so_in_one_line_and_exits_130(monkeypatch, capsys):
+    import streaming.cli as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_demo", interrupted)
+    assert main(["demo"]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "placement-engine: demo interrupted; anything it was writing is incomplete"
