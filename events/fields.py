@@ -203,6 +203,25 @@ def location(key: str, value: object) -> str | None:
     raise EventError(Reason.WRONG_TYPE, f"{key}: expected a location string or null, got {describe(value)}")
 
 
+def rack(key: str, value: object) -> str | None:
+    """Pulsar rack info's rack (CONTRACT.md §1 `rack_info`): any string, kept as given, or None for null.
+
+    The cluster model reads it as Pulsar reads rack info: `rack0` is `/rack0`, and an empty rack or
+    `/` is the policy's default location.
+    """
+    if isinstance(value, str):
+        if len(value) > MAX_STRING_CHARS:
+            raise EventError(
+                Reason.FIELD_TOO_LARGE, f"{key}: at most {MAX_STRING_CHARS} characters allowed, got {len(value)}"
+            )
+        if not value.isascii():
+            _check_unicode(key, value)
+        return value
+    if value is None or value is MISSING:
+        return None
+    raise EventError(Reason.WRONG_TYPE, f"{key}: expected a rack string or null, got {describe(value)}")
+
+
 def custom_metadata(key: str, value: object) -> tuple[tuple[str, bytes], ...]:
     """Request custom metadata as ``(key, UTF-8 bytes)`` pairs sorted by key (CONTRACT.md §1, §2).
 

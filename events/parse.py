@@ -30,7 +30,7 @@ from difflib import get_close_matches
 from events import fields, validate
 from events.dead_letter import DeadLetter, Reason
 from events.errors import EventError, describe
-from events.fields import MISSING, bookie_id, bookie_ids, location, optional_text, text
+from events.fields import MISSING, bookie_id, bookie_ids, location, optional_text, rack, text
 from events.limits import (
     MAX_CLUSTER_CHARS,
     MAX_ENSEMBLE_SIZE,
@@ -292,6 +292,12 @@ def _location(value: object) -> str | None:
     return location("location", value)
 
 
+def _rack(value: object) -> str | None:
+    if value is None or (type(value) is str and len(value) <= MAX_STRING_CHARS and value.isascii()):
+        return value
+    return rack("location", value)
+
+
 def _optional_text(obj: dict, key: str) -> str | None:
     value = obj.get(key)
     if value is None or (type(value) is str and 0 < len(value) <= MAX_STRING_CHARS and value.isascii()):
@@ -370,7 +376,7 @@ def _bookie_location(obj: dict) -> BookieLocation:
         _cluster(obj),
         parse_time_ms(obj["time"]),
         _bookie(obj["bookie"]),
-        _location(obj["location"]),  # required even to delete (null)
+        _rack(obj["location"]),  # required even to delete (null); rack info, read as Pulsar reads it
         _optional_text(obj, "hostname"),
         _optional_text(obj, "group"),
     )

@@ -18,7 +18,9 @@ Where a bookie's location lives (how the isolation policy sees the right members
 
 * A bookie **without a group** that has a location is an entry of the resolver mapping
   (`mapping[bookie] = location`, CONTRACT §1 resolver semantics: "", "/" or a relative path make its
-  join fail). Without a location it has no entry and resolves like any unmapped bookie.
+  join fail). Without a location it has no entry and resolves like any unmapped bookie. A
+  `bookie_location` event is rack info, so its rack is read as Pulsar reads racks before it is stored
+  (`rack0` is `/rack0`, empty or `/` the policy's default location), grouped or not.
 * A bookie **with a group** is an entry of `rack_info[group][bookie] = {"rack", "hostname"}` (Pulsar's
   `/bookies`; one group per bookie, as Pulsar's `set-bookie-rack`), so only the isolation policy sees
   it as a group member. Its rack is *also* written to the mapping, read as Pulsar reads racks (`/` or
@@ -365,8 +367,10 @@ class ClusterModel:
         if event.location is None:
             # Pulsar's delete-bookie-rack: the bookie leaves rack info (and its group) entirely.
             return self._change_facts(event.bookie, location=None, hostname=None, group=None, pinned=False)
+        # Rack info, read as Pulsar reads it (CONTRACT §1): `rack0` is `/rack0`; empty or `/` is the
+        # default location, and the bookie joins.
         return self._change_facts(
-            event.bookie, location=event.location,
+            event.bookie, location=pulsar_rack(event.location) or self.default_location,
             hostname=_KEEP if event.hostname is None else event.hostname,
             group=_KEEP if event.group is None else event.group, pinned=True)
 

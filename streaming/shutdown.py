@@ -71,10 +71,10 @@ def serve_until_stopped(query: Any, signals: StopSignals, grace_s: float, *, pol
                         sleep: Callable[[float], None] = time.sleep) -> str | None:
     """Wait while `query` (a StreamingQuery) runs; on a stop request, stop it between micro-batches.
 
-    The micro-batch in progress may finish first, for up to `grace_s` seconds (a second signal ends
-    the wait); the query stops as soon as no micro-batch runs or that one has completed. A micro-batch
-    that starts meanwhile (a backlog runs them back to back) is aborted and retried on the next
-    start, as after any stop.
+    The query stops in the first moment no micro-batch runs, waiting up to `grace_s` seconds for it
+    (a second signal ends the wait). A job that is behind runs micro-batches back to back: it waits
+    the whole grace period, and the micro-batch then running is cut short (Spark and pyspark log
+    its cancellation) and retried from the checkpoint on the next start.
 
     Returns:
         The name of the signal that stopped the query; None when the query ended by itself.
@@ -89,10 +89,7 @@ def serve_until_stopped(query: Any, signals: StopSignals, grace_s: float, *, pol
     log.info("%s received: stopping after the micro-batch in progress (waiting up to %g s; send it again to "
              "stop at once)", name, grace_s)
     deadline = clock() + grace_s
-    in_progress = _last_batch(query)
     while query.isActive and query.status.get("isTriggerActive") and not signals.hurried:
-        if _last_batch(query) != in_progress:
-            break            # that micro-batch is done; the one now running (a backlog's next) just began
         if clock() >= deadline:
             log.info("the micro-batch in progress did not finish within engine.stopGraceSeconds=%g; stopping it "
                      "(it is retried from the checkpoint on the next start)", grace_s)
@@ -102,12 +99,6 @@ def serve_until_stopped(query: Any, signals: StopSignals, grace_s: float, *, pol
     query.stop()
     log.info("stopped on %s", name)
     return name
-
-
-def _last_batch(query: Any) -> int | None:
-    """The id of the query's last completed micro-batch (None before the first)."""
-    progress = query.lastProgress
-    return None if not progress else progress.get("batchId")
 
 
 __all__ = ["STOPPING", "StopSignals", "serve_until_stopped"]

@@ -251,7 +251,12 @@ def test_location_rules():
     bad(writable | {"location": "/" + "r" * MAX_STRING_CHARS}, Reason.FIELD_TOO_LARGE)
     location = {"type": "bookie_location", "cluster": "c1", "time": T, "bookie": "a:1"}
     assert ok(location | {"location": None}).location is None
-    bad(location | {"location": "rack1"}, Reason.INVALID_LOCATION)
+    # `bookie_location` carries Pulsar rack info (CONTRACT §1 rack_info): the rack is kept as given and
+    # read as Pulsar reads it by the cluster model (`rack1` is `/rack1`, "" and "/" the default).
+    assert [ok(location | {"location": rack}).location for rack in ("rack1", "", "/", " /r1")] == \
+        ["rack1", "", "/", " /r1"]
+    bad(location | {"location": 1}, Reason.WRONG_TYPE, "location: expected a rack string or null, got 1")
+    bad(location | {"location": "r" * (MAX_STRING_CHARS + 1)}, Reason.FIELD_TOO_LARGE)
 
 
 def test_hostname_and_group_rules():

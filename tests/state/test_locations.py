@@ -87,6 +87,20 @@ def test_an_ungrouped_bookie_at_root_fails_to_join_with_an_alert():
     assert alert["time"].startswith("2023-11-14T22:13:20.005")
 
 
+def test_bookie_location_is_rack_info_read_as_pulsar_reads_it_grouped_or_not():
+    """CONTRACT §1: `rack_info` racks are read as Pulsar reads them, and a `bookie_location` event is
+    rack info (`update_rack_info`): `rack0` is `/rack0`; empty or `/` is the default rack and the bookie
+    still joins (a `bookie_writable` location of `/` keeps BookKeeper's resolver rule, above)."""
+    runner = Runner()
+    runner.run(writable(0, A, "/r1"), writable(0, B, "/r2"), writable(0, C, "/r3"))
+    runner.run(location(1, A, "rack0"), location(1, B, "/"), location(1, C, "", group="g1"))
+    assert known(runner) == {A: "/rack0", B: "/default-rack", C: "/default-rack"}
+    assert runner.model.join_failures == {} and runner.alerts(ALERT_JOIN_FAILED) == []
+    runner.run(location(2, C, "rack9", group="g1"), create(3, "r", 3, 2, 2))
+    assert known(runner)[C] == "/rack9"
+    assert runner.model.rack_info == {"g1": {C: {"rack": "/rack9", "hostname": None}}}
+
+
 def test_a_location_of_another_depth_fails_to_join_once_then_joins_when_fixed():
     runner = Runner()
     runner.run(writable(0, A, "/r1"), writable(1, B, "/region/r2"))

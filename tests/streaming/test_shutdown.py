@@ -14,11 +14,9 @@ from streaming.shutdown import StopSignals, serve_until_stopped
 class FakeQuery:
     """A StreamingQuery whose micro-batch stays active for `active_polls` status polls."""
 
-    def __init__(self, signals, *, active_polls=0, ends_by_itself_after=None, signal_at_wait=1,
-                 completes_after=None):
+    def __init__(self, signals, *, active_polls=0, ends_by_itself_after=None, signal_at_wait=1):
         self.signals = signals
         self.active_polls = active_polls
-        self.completes_after = completes_after     # status polls until the batch in progress completes
         self.ends_by_itself_after = ends_by_itself_after
         self.signal_at_wait = signal_at_wait
         self.waits = 0
@@ -41,11 +39,6 @@ class FakeQuery:
     def status(self):
         self.polls += 1
         return {"isTriggerActive": self.polls <= self.active_polls, "message": "", "isDataAvailable": True}
-
-    @property
-    def lastProgress(self):  # noqa: N802 - Spark's name
-        done = self.completes_after is not None and self.polls >= self.completes_after
-        return {"batchId": 8 if done else 7}
 
     def stop(self):
         self.stopped = True
@@ -87,20 +80,13 @@ def test_a_stop_request_waits_for_the_micro_batch_in_progress_then_stops(caplog)
     assert "stopped on SIGTERM" in caplog.text
 
 
-def test_a_micro_batch_longer_than_the_grace_period_is_stopped_at_its_end(caplog):
+def test_micro_batches_running_past_the_grace_period_are_cut_short_at_its_end(caplog):
     signals, clock = StopSignals(()), FakeClock()
     query = FakeQuery(signals, active_polls=10_000)
     with caplog.at_level(logging.INFO, logger="placement-engine"):
         serve_until_stopped(query, signals, 2, clock=clock, sleep=clock.sleep)
     assert query.stopped and 2 <= clock.now < 2.1
     assert "did not finish within engine.stopGraceSeconds=2" in caplog.text
-
-
-def test_a_backlog_stops_once_the_micro_batch_in_progress_completes_though_the_next_has_begun():
-    signals, clock = StopSignals(()), FakeClock()
-    query = FakeQuery(signals, active_polls=10_000, completes_after=3)   # batches back to back
-    serve_until_stopped(query, signals, 20, clock=clock, sleep=clock.sleep)
-    assert query.stopped and query.polls == 3 and clock.now < 1
 
 
 def test_a_second_signal_stops_at_once():
