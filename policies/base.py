@@ -128,7 +128,9 @@ class TopologyAwarePolicy:
         """Re-resolve known bookies whose mapping changed (spec §2.5); unknown bookies are ignored.
 
         A move that fails (invalid location, wrong depth) leaves the bookie where it was and records
-        the reason in `join_failures`. (Java leaves it in its known set but out of the tree.)
+        the reason in `join_failures`. Differs from Java (README, differences): for a location the
+        topology refuses ("", "/", another depth), Java has removed the old leaf already and leaves the
+        bookie known but out of the tree, never picked until a later move or rejoin.
         """
         for bookie in sorted(set(bookies)):
             old = self.known.get(bookie)

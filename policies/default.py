@@ -215,7 +215,8 @@ class DefaultPolicy:
             failed(exc, explain, "the replacement must be a writable bookie outside the ensemble and the "
                                  "exclusions; none is left")
             raise
-        ensemble = [candidate if b == bookie_to_replace else b for b in current] if current else [candidate]
+        ensemble = list(current) or [bookie_to_replace]
+        ensemble[ensemble.index(bookie_to_replace)] = candidate   # its first position only, as Java's indexOf
         return PlacementResult(ensemble, Adherence.MEETS_STRICT, candidate, explain)
 
     def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str],

@@ -1036,7 +1036,8 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                 + f" after excluding {len(excluded)} bookie(s); add bookies or exclude fewer",
                 explain={**explain, "constraint": constraint}) from exc
         if current:
-            ensemble = [candidate if b == bookie_to_replace else b for b in current]
+            ensemble = list(current)
+            ensemble[ensemble.index(bookie_to_replace)] = candidate   # its first position only, as Java's indexOf
         else:
             ensemble = [candidate]
         adherence = self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum)

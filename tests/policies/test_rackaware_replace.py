@@ -219,3 +219,18 @@ def test_replace_to_adhere_does_not_mutate_arguments(make_policy):
     ensemble, exclude = [addr(1), addr(2), "127.0.0.99:3181"], {addr(9)}
     policy.replace_to_adhere(3, 2, 2, exclude, ensemble)
     assert ensemble == [addr(1), addr(2), "127.0.0.99:3181"] and exclude == {addr(9)}
+
+
+@pytest.mark.parametrize("policy_name", ["rackaware", "default"])
+def test_a_bookie_listed_twice_is_replaced_at_its_first_position_only(policy_name):
+    """Java: `newEnsemble.set(currentEnsemble.indexOf(bookieToReplace), candidate)` (spec §3, §5.1 step 7);
+    the adherence is then judged on that ensemble."""
+    from policies import create_policy
+
+    mapping = {"a:1": "/r1", "b:1": "/r2", "d:1": "/r3"}
+    policy = create_policy({"ensemblePlacementPolicy": policy_name, "minNumRacksPerWriteQuorum": "3"}, resolver=mapping)
+    policy.on_cluster_changed(list(mapping), [])
+    result = policy.replace_bookie(3, 3, 2, None, ["a:1", "b:1", "a:1"], "a:1", rng=random.Random(0))
+    assert result.ensemble == ["d:1", "b:1", "a:1"] and result.bookie == "d:1"
+    if policy_name == "rackaware":
+        assert result.adherence == Adherence.MEETS_STRICT    # three racks in the one write set
