@@ -66,6 +66,7 @@ class DeadLetter:
         ledger_id: the request's ``ledger_id`` when it is a valid ledger id, else None.
         record_type: the record's ``type`` when it is a string of sane length (also an unknown
             one, so a requester can be answered), else None.
+        time_ms: the request's ``time`` when it is valid (the failed decision's ``time``), else None.
     """
 
     raw: str
@@ -76,6 +77,7 @@ class DeadLetter:
     request_id: str | None = None
     ledger_id: int | None = None
     record_type: str | None = None
+    time_ms: int | None = None
 
     @property
     def needs_failed_decision(self) -> bool:

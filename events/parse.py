@@ -464,7 +464,7 @@ _BUILDERS = {
 
 def _dead_letter(raw: object, origin: Origin, exc: EventError, obj: dict | None) -> DeadLetter:
     """Build the dead letter, keeping whatever identifies the record and its requester."""
-    cluster = request_id = ledger = kind = None
+    cluster = request_id = ledger = kind = time_ms = None
     if obj is not None:
         value = obj.get("type")
         if isinstance(value, str) and 0 < len(value) <= MAX_STRING_CHARS and _is_unicode(value):
@@ -474,6 +474,7 @@ def _dead_letter(raw: object, origin: Origin, exc: EventError, obj: dict | None)
             request_id = _readable(text, "request_id", obj.get("request_id"), MAX_STRING_CHARS)
             if request_id is not None:
                 ledger = _readable(_nullable_ledger_id, "ledger_id", obj.get("ledger_id"))
+                time_ms = _readable(parse_time_ms, obj.get("time"))
     return DeadLetter(
         raw=raw_text(raw),
         source=origin.to_record(),
@@ -483,6 +484,7 @@ def _dead_letter(raw: object, origin: Origin, exc: EventError, obj: dict | None)
         request_id=request_id,
         ledger_id=ledger,
         record_type=kind,
+        time_ms=time_ms,
     )
 
 

@@ -154,7 +154,7 @@ def dead_letter_outputs(letter: DeadLetter, cluster: str, settings: ModelSetting
     if letter.needs_failed_decision:
         produced.append(outputs.decision(
             cluster=letter.cluster, request_id=letter.request_id, request_type=letter.record_type,
-            ledger_id=letter.ledger_id, time_ms=None, policy=settings.placement.policy, topology_version=None,
+            ledger_id=letter.ledger_id, time_ms=letter.time_ms, policy=settings.placement.policy, topology_version=None,
             error={"code": outputs.INVALID_REQUEST, "message": f"{letter.reason.name}: {letter.detail}"},
             explain={"dead_letter": letter.reason.name}))
     return produced

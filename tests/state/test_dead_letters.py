@@ -109,3 +109,13 @@ def test_the_failed_decision_of_a_malformed_request_does_not_depend_on_the_batch
     two.run(writable(0, "a:3181", "/r1"))
     two.run(raw(text))
     assert one.decisions() == two.decisions()
+
+
+def test_the_failed_decision_of_a_malformed_request_carries_its_time_when_that_is_valid():
+    """CONTRACT §2: a decision's `time` is the request's; a malformed request's own valid time is kept."""
+    runner = Runner()
+    runner.run(raw(request(request_id="late", write_quorum=4)),             # quorums break the rule
+               raw(request(request_id="timeless", time="soon", write_quorum=4)))
+    assert runner.decision("late")["time"] == "2026-01-01T00:00:00.000Z"
+    assert runner.decision("late")["error"]["code"] == "INVALID_REQUEST"
+    assert runner.decision("timeless")["time"] is None                      # nothing valid to report
