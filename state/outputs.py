@@ -16,9 +16,11 @@ Alerts are CloudEvents 1.0 objects; `data.severity` is `info`, `warning` or `err
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import json
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from json.encoder import c_make_encoder, encode_basestring_ascii
@@ -288,7 +290,7 @@ def alert(*, alert_type: str, cluster: str, subject: str, time_ms: int, key: str
     payload = {
         "specversion": "1.0",
         "id": ident,
-        "source": f"placement-engine/{cluster}",
+        "source": alert_source(cluster),
         "type": alert_type,
         "subject": subject,
         "time": iso_time(time_ms),
@@ -296,6 +298,14 @@ def alert(*, alert_type: str, cluster: str, subject: str, time_ms: int, key: str
         "data": body,
     }
     return _new_output(ALERT, cluster, ident, payload)
+
+
+@functools.lru_cache(maxsize=4096)
+def alert_source(cluster: str) -> str:
+    """CloudEvents `source`: `placement-engine/<cluster>`, the cluster percent-encoded (RFC 3986) so the
+    attribute is a URI-reference whatever the name holds (`prod east` gives `placement-engine/prod%20east`;
+    letters, digits, `-`, `.`, `_` and `~` stay as they are)."""
+    return "placement-engine/" + urllib.parse.quote(cluster, safe="")
 
 
 def alert_id(alert_type: str, cluster: str, subject: str, time_ms: int, key: str) -> str:

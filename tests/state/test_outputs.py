@@ -1,6 +1,7 @@
 """Decision and alert formats (CONTRACT §2), stable ids, and how policy errors become decisions."""
 
 import json
+import re
 
 from events.times import format_time
 from state.outputs import ALERT_DECISION_FAILED, ALERT_NOT_ADHERING, Output, jsonable, stable_id
@@ -122,3 +123,22 @@ def test_iso_time_matches_the_events_formatter():
 
     for ms in (0, 1, 999, 86_399_999, 86_400_000, T0, T0 + 123_456_789, 253_402_300_799_999):
         assert iso_time(ms) == format_time(ms)
+
+
+def test_an_alert_source_is_a_uri_reference_whatever_the_cluster_name():
+    """CloudEvents 1.0: `source` is a non-empty URI-reference (RFC 3986); a cluster name may hold spaces,
+    slashes or any Unicode letter (CONTRACT §2 allows any string)."""
+    from urllib.parse import unquote
+
+    from state.outputs import alert
+
+    def source(cluster):
+        return alert(alert_type="placement.bookie.flapping", cluster=cluster, subject="b:1", time_ms=0, key="b:1",
+                     severity="warning", data={}).payload["source"]
+
+    assert source("prod-east_1.a~") == "placement-engine/prod-east_1.a~"       # names in use are unchanged
+    uri_chars = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/%]+")
+    for cluster in ("prod east", "prød", "a/b", "100%", "x?y#z"):
+        text = source(cluster)
+        assert uri_chars.fullmatch(text), text
+        assert unquote(text.removeprefix("placement-engine/")) == cluster         # nothing is lost
