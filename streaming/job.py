@@ -22,7 +22,7 @@ from events import REQUEST_TYPES
 
 from .session import use_local_checkpoint_writer
 from .settings import EngineSettings
-from .stateful import INPUT_COLUMNS, OUTPUT_DDL, SOURCE_PACKED, STATE_DDL, make_state_function
+from .stateful import INPUT_COLUMNS, INVALID_UTF8, OUTPUT_DDL, SOURCE_PACKED, STATE_DDL, make_state_function
 
 
 def _shard_column(shards: int) -> Column:
@@ -146,8 +146,12 @@ def kafka_records(spark: SparkSession, settings: EngineSettings) -> DataFrame:
         reader = reader.option(f"kafka.{key}", value)
     raw = _load_native_checked(reader) if settings.kafka_connector == "native" else reader.load()
     rank = F.when(F.col("topic") == settings.events_topic, F.lit(0)).otherwise(F.lit(1))
+    text = F.col("value").cast("string")
+    # Bytes that are not UTF-8 would fail pyspark's hand-over to the state function (stateful.INVALID_UTF8).
+    value = F.when(text.isNull() | F.is_valid_utf8(text), text) \
+        .otherwise(F.concat(F.lit(INVALID_UTF8), F.make_valid_utf8(text)))
     return raw.select(
-        F.col("value").cast("string").alias("value"),
+        value.alias("value"),
         rank.cast("long").alias("o1"),
         F.col("partition").cast("long").alias("o2"),
         F.col("offset").cast("long").alias("o3"),

@@ -41,7 +41,7 @@ from .config import ConfigError
 from .packed import PACK_SIZE, SUMMARY, last_value, pack, route, top_level
 from .session import use_local_checkpoint_writer
 from .settings import EngineSettings
-from .stateful import HORIZON_PART
+from .stateful import HORIZON_PART, INVALID_UTF8
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +102,10 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards
                 text = line.rstrip("\r\n")
                 if not text.strip():
                     continue
+                invalid = False
                 if not text.isascii():
-                    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                    repaired = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                    invalid, text = repaired != text, repaired
                 pairs = top_level(text)
                 at = _time_ms(pairs, text)
                 if at is None:
@@ -111,6 +113,8 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards
                 horizon = max(horizon, at)
                 last = at
                 cluster, targets = route(pairs, shards)
+                if invalid:  # an INVALID_ENCODING dead letter, not a record (stateful.INVALID_UTF8)
+                    text = INVALID_UTF8 + text
                 keyed.append((at, index, number, text, cluster, targets))
     keyed.sort(key=lambda item: (item[0], item[1], item[2]))
     spool.mkdir(parents=True, exist_ok=True)

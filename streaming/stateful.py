@@ -61,6 +61,14 @@ INPUT_COLUMNS = ("cluster", "shard", "o1", "o2", "o3", "src_name", "src_part", "
 OUTPUT_DDL = "kind string, cluster string, id string, value string"
 STATE_DDL = "model binary, next_due_ms long"
 
+INVALID_UTF8 = "\u0000placement-engine:invalid-utf-8\u0000"
+"""Prefix of a record whose bytes were not valid UTF-8, put there before Python sees it (the Kafka
+source's value in `streaming.job.kafka_records`, a replayed line in `streaming.replay`): Spark's
+string columns carry such bytes, but pyspark cannot hand them to the state function (its Arrow to
+pandas conversion fails and the task with it, batch after batch). The rest is the text with each
+bad byte replaced by U+FFFD; the state function turns it into an INVALID_ENCODING dead letter. No
+JSON text starts with a NUL, so no usable record is taken for one."""
+
 SOURCE_FILE = "file"
 SOURCE_KAFKA = "kafka"
 SOURCE_PACKED = "packed"
@@ -373,6 +381,11 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
                 horizon_ms = max(horizon_ms or 0, int(pos))
                 continue
             origin = _origin(kind, name, part, pos, files)
+            if value is not None and value[:1] == "\u0000" and value.startswith(INVALID_UTF8):
+                items.append(DeadLetter(raw=value[len(INVALID_UTF8):], source=origin.to_record(),
+                                        reason=Reason.INVALID_ENCODING,
+                                        detail="record: not valid UTF-8 (raw shows each bad byte as U+FFFD)"))
+                continue
             item = parse_record(value if value is not None else "", origin)
             if not isinstance(item, DeadLetter) and item.cluster != cluster:
                 # Spark grouped by the first `cluster` key, Python read another: refuse to guess.

@@ -151,3 +151,21 @@ def test_cli_replay_of_a_missing_path_is_a_config_error(tmp_path, capsys, missin
     conf = Path(__file__).resolve().parents[2] / "conf" / "rackaware.properties"
     assert main(["replay", "--conf", str(conf), "--events", str(tmp_path / missing), "--out", str(tmp_path)]) == 2
     assert "--events" in capsys.readouterr().err
+
+
+def test_a_replayed_line_that_is_not_utf8_is_an_encoding_dead_letter(spark, tmp_path):
+    """Bad input is never used nor lost: the line's bytes are not repaired into a record."""
+    source = tmp_path / "in.jsonl"
+    bookies = [{"type": "bookie_writable", "cluster": "c1", "time": _t(0), "bookie": f"bk{i}:3181",
+                "location": f"/rack{i % 3}"} for i in range(3)]
+    bad = json.dumps({"type": "bookie_writable", "cluster": "c1", "time": _t(0), "bookie": "bk9:3181",
+                      "hostname": "hX"}).encode().replace(b"hX", b"h\xff")
+    create = {"type": "ledger_create", "cluster": "c1", "time": _t(1), "request_id": "r1", "ensemble_size": 3,
+              "write_quorum": 3, "ack_quorum": 2}
+    source.write_bytes(_lines(bookies).encode() + bad + b"\n" + _lines([create]).encode())
+    out, _ = _replay(spark, tmp_path, [source], "out")
+    [letter] = _read(out, "dead-letters")
+    assert letter["code"] == "INVALID_ENCODING" and '"h\ufffd"' in letter["raw"]
+    assert letter["source"] == {"file": str(source.resolve()), "line": 4}
+    [decision] = _read(out, "decisions")
+    assert decision["status"] == "ok" and "bk9:3181" not in decision["ensemble"]

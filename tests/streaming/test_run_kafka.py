@@ -110,7 +110,11 @@ def test_run_answers_every_request_across_a_restart(spark, kafka_bootstrap, topi
     produce_records(kafka_bootstrap, topics["requests"], _keyed(first))
     produce_records(kafka_bootstrap, topics["requests"], [("c1", "{not json"),
                                                           ("c1", json.dumps({**first[0], "request_id": "bad",
-                                                                             "write_quorum": 9}))])
+                                                                             "write_quorum": 9})),
+                                                          # Not UTF-8: pyspark could not hand it to Python
+                                                          # (the task failed, batch after batch).
+                                                          ("c1", json.dumps(first[1]).encode().replace(
+                                                              b'"c1-r1"', b'"c1-r1\xff"'))])
     # A single-rack ensemble: the check answers FAIL and raises a not-adhering alert.
     check = {"type": "ensemble_check", "cluster": "c1", "time": _iso(50), "request_id": "check-1",
              "ledger_id": 99, "ensemble": ["bk0:3181", "bk3:3181"], "write_quorum": 2, "ack_quorum": 2}
@@ -152,6 +156,8 @@ def test_run_answers_every_request_across_a_restart(spark, kafka_bootstrap, topi
     assert not_json[0]["raw"] == "{not json"
     assert set(not_json[0]["source"]) == {"topic", "partition", "offset"}
     assert not_json[0]["source"]["topic"] == topics["requests"]
+    [encoding] = {d["id"]: d for d in letters if d["code"] == "INVALID_ENCODING"}.values()
+    assert '"c1-r1\ufffd"' in encoding["raw"] and encoding["source"]["topic"] == topics["requests"]
 
     alerts = consume_all(kafka_bootstrap, topics["alerts"])
     assert alerts, "the FAIL ensemble check must raise an alert"
