@@ -187,7 +187,7 @@ class PlacementSettings:
             disallow_region_feature=_str(conf, "reppDisallowBookiePlacementInRegionFeatureName", None) or None,
             region_validation=_bool(conf, "reppEnableValidation", True),
             min_zones_per_write_quorum=int_key(conf, "minNumZonesPerWriteQuorum", 2, minimum=0),
-            desired_zones_per_write_quorum=int_key(conf, "desiredNumZonesPerWriteQuorum", 3, minimum=1),
+            desired_zones_per_write_quorum=int_key(conf, "desiredNumZonesPerWriteQuorum", 3, minimum=0),
             strict_zoneaware=_bool(conf, "enforceStrictZoneawarePlacement", True),
             isolation_groups=isolation,
             secondary_isolation_groups=secondary or (),
@@ -205,8 +205,16 @@ class PlacementSettings:
         return settings
 
     def check(self) -> None:
-        """Reject impossible combinations (BookKeeper's IllegalArgumentException at initialize)."""
-        if self.min_zones_per_write_quorum > self.desired_zones_per_write_quorum:
+        """Reject impossible combinations (BookKeeper's IllegalArgumentException at initialize).
+
+        The zone keys are checked only for the zone-aware policy, the only one that reads them (spec
+        bookkeeper-region-zone-isolation.md §3.2).
+        """
+        if self.policy == "zoneaware" and self.desired_zones_per_write_quorum < 1:
+            raise ValueError(
+                f"desiredNumZonesPerWriteQuorum: expected an integer >= 1 for the zone-aware policy, got "
+                f"{self.desired_zones_per_write_quorum}")
+        if self.policy == "zoneaware" and self.min_zones_per_write_quorum > self.desired_zones_per_write_quorum:
             raise ValueError(
                 f"minNumZonesPerWriteQuorum: {self.min_zones_per_write_quorum} is greater than "
                 f"desiredNumZonesPerWriteQuorum ({self.desired_zones_per_write_quorum}); lower it or raise the desired")

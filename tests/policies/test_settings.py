@@ -64,8 +64,20 @@ def test_bad_values_raise_value_error_naming_the_key(key, value):
 
 
 def test_impossible_zone_combination_names_a_key():
+    zones = {"ensemblePlacementPolicy": "zoneaware", "minNumZonesPerWriteQuorum": "4", "desiredNumZonesPerWriteQuorum": "3"}
     with pytest.raises(ValueError, match="minNumZonesPerWriteQuorum"):
-        PlacementSettings.from_conf({"minNumZonesPerWriteQuorum": "4", "desiredNumZonesPerWriteQuorum": "3"})
+        PlacementSettings.from_conf(zones)
+    with pytest.raises(ValueError, match="desiredNumZonesPerWriteQuorum"):
+        PlacementSettings.from_conf({**zones, "minNumZonesPerWriteQuorum": "0", "desiredNumZonesPerWriteQuorum": "0"})
+
+
+@pytest.mark.parametrize("policy", ["rackaware", "regionaware", "default"])
+def test_only_the_zone_aware_policy_checks_the_zone_keys(policy):
+    """Spec bookkeeper-region-zone-isolation.md §3.2: the check belongs to the zone-aware policy's
+    initialisation; the others never read the keys."""
+    settings = PlacementSettings.from_conf({"ensemblePlacementPolicy": policy, "minNumZonesPerWriteQuorum": "4",
+                                            "desiredNumZonesPerWriteQuorum": "0"})
+    assert settings.min_zones_per_write_quorum == 4
 
 
 def test_too_few_regions_for_durability_names_a_key():
