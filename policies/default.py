@@ -195,9 +195,6 @@ class DefaultPolicy:
             NotEnoughBookiesError: no eligible bookie.
         """
         current = list(current_ensemble)
-        if current and bookie_to_replace not in current:
-            raise ValueError(f"bookie_to_replace: {bookie_to_replace} is not a member of current_ensemble "
-                             f"{current}")
         caller = set(exclude)
         explain_excluded: dict[str, list[str]] = {"caller": sorted(caller)} if caller else {}
         unavailable(self, explain_excluded)
@@ -215,6 +212,9 @@ class DefaultPolicy:
             failed(exc, explain, "the replacement must be a writable bookie outside the ensemble and the "
                                  "exclusions; none is left")
             raise
+        if current and bookie_to_replace not in current:  # looked up after the pick, as in Java (spec §3)
+            raise ValueError(f"bookie_to_replace: {bookie_to_replace} is not a member of current_ensemble "
+                             f"{current}")
         ensemble = list(current) or [bookie_to_replace]
         ensemble[ensemble.index(bookie_to_replace)] = candidate   # its first position only, as Java's indexOf
         return PlacementResult(ensemble, Adherence.MEETS_STRICT, candidate, explain)

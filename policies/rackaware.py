@@ -997,9 +997,6 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         if rng is None:
             rng = random.Random(0)
         current = list(current_ensemble)
-        if current and bookie_to_replace not in current:
-            raise ValueError(f"bookie_to_replace: {bookie_to_replace} is not a member of current_ensemble "
-                             f"{current}")
         fallbacks: list[str] = []
         steps: list[dict[str, Any]] = []
         explain_excluded: dict[str, list[str]] = {}
@@ -1036,6 +1033,11 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                 + f" after excluding {len(excluded)} bookie(s); add bookies or exclude fewer",
                 explain={**explain, "constraint": constraint}) from exc
         if current:
+            # Java looks the bookie up only now (spec §5.1 step 7): without a candidate it has raised
+            # NotEnoughBookies already, whether or not the bookie is in the ensemble.
+            if bookie_to_replace not in current:
+                raise ValueError(f"bookie_to_replace: {bookie_to_replace} is not a member of current_ensemble "
+                                 f"{current}")
             ensemble = list(current)
             ensemble[ensemble.index(bookie_to_replace)] = candidate   # its first position only, as Java's indexOf
         else:

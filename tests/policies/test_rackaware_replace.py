@@ -115,9 +115,11 @@ def test_replace_does_not_mutate_arguments(make_policy):
 
 
 def test_replace_of_a_non_member_is_a_value_error(make_policy):
-    policy = make_policy({"/r1": ["a:1", "b:1"], "/r2": ["c:1"]})
+    policy = make_policy({"/r1": ["a:1", "b:1"], "/r2": ["c:1"], "/r3": ["d:1"]})
     with pytest.raises(ValueError, match="not a member"):
         policy.replace_bookie(2, 2, 2, None, ["a:1", "c:1"], "b:1")
+    with pytest.raises(NotEnoughBookiesError):   # nothing to pick: Java never reaches the lookup
+        policy.replace_bookie(2, 2, 2, None, ["a:1", "c:1"], "b:1", exclude={"d:1"})
 
 
 # -- replace_to_adhere ---------------------------------------------------------------------------
@@ -234,3 +236,18 @@ def test_a_bookie_listed_twice_is_replaced_at_its_first_position_only(policy_nam
     assert result.ensemble == ["d:1", "b:1", "a:1"] and result.bookie == "d:1"
     if policy_name == "rackaware":
         assert result.adherence == Adherence.MEETS_STRICT    # three racks in the one write set
+
+
+@pytest.mark.parametrize("policy_name", ["rackaware", "default"])
+def test_a_bookie_not_in_the_ensemble_is_looked_up_after_the_pick_as_in_java(policy_name):
+    """Upstream IsolatedBookieEnsemblePlacementPolicyTest.testBasic: with nothing eligible Java raises
+    NotEnoughBookies before it looks the replaced bookie up; with a candidate, the lookup fails."""
+    from policies import create_policy
+
+    mapping = {"a:1": "/r1", "b:1": "/r2", "c:1": "/r3"}
+    policy = create_policy({"ensemblePlacementPolicy": policy_name}, resolver=mapping)
+    policy.on_cluster_changed(list(mapping), [])
+    with pytest.raises(NotEnoughBookiesError):
+        policy.replace_bookie(3, 3, 2, None, ["a:1", "b:1"], "z:1", exclude={"c:1"}, rng=random.Random(0))
+    with pytest.raises(ValueError, match="not a member"):
+        policy.replace_bookie(3, 3, 2, None, ["a:1", "b:1"], "z:1", rng=random.Random(0))
