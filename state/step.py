@@ -156,7 +156,10 @@ def dead_letter_outputs(letter: DeadLetter, cluster: str, settings: ModelSetting
             cluster=letter.cluster, request_id=letter.request_id, request_type=letter.record_type,
             ledger_id=letter.ledger_id, time_ms=letter.time_ms, policy=settings.placement.policy, topology_version=None,
             error={"code": outputs.INVALID_REQUEST, "message": f"{letter.reason.name}: {letter.detail}"},
-            explain={"dead_letter": letter.reason.name}))
+            # The keys every explanation has (README); no `bookies`: nothing was decided against the
+            # cluster, and a dead letter is reported before the batch's records are applied.
+            explain={"policy": settings.placement.policy, "steps": [], "fallbacks": [], "excluded": {},
+                     "dead_letter": letter.reason.name}))
     return produced
 
 

@@ -119,3 +119,7 @@ def test_the_failed_decision_of_a_malformed_request_carries_its_time_when_that_i
     assert runner.decision("late")["time"] == "2026-01-01T00:00:00.000Z"
     assert runner.decision("late")["error"]["code"] == "INVALID_REQUEST"
     assert runner.decision("timeless")["time"] is None                      # nothing valid to report
+    # The keys every explanation has (README), empty: no policy ran; and the reason code.
+    assert runner.decision("late")["explain"] == {"policy": "rackaware", "steps": [], "fallbacks": [],
+                                                  "excluded": {}, "dead_letter": "INVALID_QUORUM",
+                                                  "topology_version": None}
