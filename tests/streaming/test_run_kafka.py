@@ -293,4 +293,8 @@ def test_run_stops_on_sigterm_after_its_micro_batch_with_status_0_and_no_error_l
     assert code == 0, log[-3000:]
     assert "SIGTERM received: stopping after the micro-batch in progress" in log
     assert "stopped on SIGTERM" in log
-    assert "Exception while sending command" not in log and "Traceback" not in log, log[-3000:]
+    # What the old handling printed: py4j's broken command and the interrupt in the driver. (A micro-batch
+    # that starts in the instant before the stop reaches Spark is cut short, and pyspark may print its
+    # accumulator server's EOF; that is Spark's, and rare, so it is not asserted against.)
+    assert "Exception while sending command" not in log and "KeyboardInterrupt" not in log, log[-3000:]
+    assert "streaming/cli.py" not in log and "streaming/shutdown.py" not in log, log[-3000:]   # no traceback of ours
