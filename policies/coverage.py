@@ -22,14 +22,21 @@ from collections.abc import Callable, Iterable
 Locate = Callable[[str], str]
 
 # (E, W, one write set) -> for each position < E, the write sets holding it; shared, immutable, bounded.
+# Shapes of more than `_MAX_WINDOW_CELLS` entries (E x W) get none: their positions are worked out as
+# they are filled (`CoverageEnsemble._indices`). A request may ask for E = 1024, and the region-aware
+# policy tries thousands of per-region shapes of it: precomputed, those took gigabytes and minutes.
 _WINDOWS: dict[tuple[int, int, bool], tuple[tuple[int, ...], ...]] = {}
+_MAX_WINDOW_CELLS = 4096
 
 
 def _windows(ensemble_size: int, write_quorum: int, single: bool) -> tuple[tuple[int, ...], ...]:
     """Write sets (their first positions) holding each position 0..E-1: W - 1 .. 0 positions back, mod E;
-    only set 0 when `single` (the durability rule with E == W keeps one set for the whole ensemble)."""
+    only set 0 when `single` (the durability rule with E == W keeps one set for the whole ensemble).
+    Empty for a shape of more than `_MAX_WINDOW_CELLS` entries (the caller works positions out itself)."""
     key = (ensemble_size, write_quorum, single and ensemble_size == write_quorum)
     found = _WINDOWS.get(key)
+    if found is None and ensemble_size * write_quorum > _MAX_WINDOW_CELLS:
+        return ()
     if found is None:
         e = ensemble_size
         if key[2]:

@@ -115,6 +115,8 @@ def groups_from_metadata(custom_metadata: Mapping[str, Any] | None, default: Iso
         config = json.loads(text)
     except (TypeError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return _undecodable(default, f"not UTF-8 JSON ({exc})")
+    except RecursionError:
+        return _undecodable(default, "JSON nested too deeply to read")
     if not isinstance(config, dict) or not isinstance(config.get("policyClass"), str):
         return _undecodable(default, "no policyClass string")
     properties = config.get("properties") or {}

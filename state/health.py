@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from events.model import BookieLocation, BookieLost, BookieReadonly, BookieWritable, ClusterView, FeatureSet
+from events.limits import MAX_TIME_MS
 from events.times import format_time
 from policies.resolver import host_of
 
@@ -316,8 +317,11 @@ def _is_mixed(model: Any) -> bool:
     return topology.num_racks > (1 if in_default else 0)
 
 
-def _iso_s(seconds: float) -> str:
-    return format_time(int(round(seconds * 1000)))
+def _iso_s(seconds: float) -> str | None:
+    """The time as ISO-8601; None past the last representable time (a delay that ends after
+    9999-12-31T23:59:59.999Z, which no record's time can reach)."""
+    ms = int(round(seconds * 1000))
+    return format_time(ms) if ms <= MAX_TIME_MS else None
 
 
 __all__ = ["ALERT_DEFAULT_RACK", "ALERT_DEPARTURE_PENDING", "HEALTH_ALERT_TYPES", "RESOLVED_SUFFIX", "TopologyHealth",

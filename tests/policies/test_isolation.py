@@ -201,7 +201,8 @@ def test_another_policy_class_in_metadata_means_no_groups():
 
 
 @pytest.mark.parametrize("raw", [b"\xff\xfe", b"not json", b"[1, 2]", b'{"properties": {}}',
-                                 b'{"policyClass": "x", "properties": [1]}'])
+                                 b'{"policyClass": "x", "properties": [1]}',
+                                 b"[" * 5000 + b"]" * 5000])   # too deep for json (found by fuzzing)
 def test_undecodable_metadata_falls_back_to_the_client_groups(raw):
     policy = make_policy(groups(group1={B1: "rack0", B2: "rack1"}), bookkeeperClientIsolationGroups="group1")
     result = policy.new_ensemble(2, 2, 2, {"EnsemblePlacementPolicyConfig": raw})

@@ -82,3 +82,20 @@ def test_without_stabilization_nothing_is_pending():
     runner.run(lost(1_000, C), create(1_001, "now", 3, 2, 2))
     assert runner.model.pending_leaves() == {}
     assert runner.decision("now")["error"]["code"] == "NOT_ENOUGH_BOOKIES"
+
+
+def test_a_departure_at_the_last_representable_time_is_pending_with_no_end_to_report():
+    """Found by fuzzing: the delay of a bookie lost at 9999-12-31T23:59:59.999Z ends past any time a
+    record can carry; formatting that end raised and every later membership record of the cluster
+    became an INTERNAL_ERROR."""
+    from events.limits import MAX_TIME_MS
+    from events.model import BookieLost, BookieReadonly
+    from state.health import ALERT_DEPARTURE_PENDING
+
+    runner = Runner(STABILIZED)
+    three_racks(runner)
+    runner.run(BookieLost(cluster=runner.cluster, time_ms=MAX_TIME_MS, bookie=C),
+               BookieReadonly(cluster=runner.cluster, time_ms=MAX_TIME_MS, bookie=B))
+    [pending] = [a for a in runner.alerts(ALERT_DEPARTURE_PENDING) if a["subject"] == C]
+    assert pending["data"]["left_at"] == "9999-12-31T23:59:59.999Z" and pending["data"]["expires_at"] is None
+    assert B in runner.model.readonly and runner.dead_letters() == []
