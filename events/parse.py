@@ -18,7 +18,7 @@ built for bad records (``bench/bench_events.py`` measures it).
 Known gap: a JSON key given twice keeps its last value (Python's ``json``), while Spark's
 ``get_json_object`` reads the first. Detecting repeats exactly (decoding objects as pair lists)
 measured about 15% of the whole parse, so it is not done; a caller that routes on a field read by
-Spark must compare it with the parsed record (``streaming`` does so for ``cluster``).
+Spark must compare it with the parsed record (``streaming`` does so for ``cluster``, and for ``type`` with shards).
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ the same order; the live model goes from slice to slice and is stored once, afte
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -44,7 +45,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from events import DeadLetter, Origin, Reason, parse_record, to_json_text
+from events import REQUEST_TYPES, DeadLetter, Origin, Reason, parse_record, to_json_text
 from state import outputs
 from state.ordering import in_time_order
 from state.outputs import Output
@@ -52,7 +53,7 @@ from state.settings import ModelSettings
 from state.snapshot import dumps, loads
 from state.step import step
 
-from .packed import pack_outputs, unpack
+from .packed import field_text, pack_outputs, top_level, unpack
 from .worker_gc import paused_gc, tune_worker_gc
 
 log = logging.getLogger(__name__)
@@ -178,6 +179,25 @@ def _origin(kind: str, name: str, part: int, pos: int, files: Sequence[str]) -> 
     if kind == SOURCE_FILE:
         return Origin.from_file(files[part] if 0 <= part < len(files) else name, int(pos))
     return Origin.from_kafka(name, int(part), int(pos))
+
+
+def _routed_as_spark_did(item: Any, value: str, origin: Origin) -> Any:
+    """`item` as the shard Spark sent it to must see it, for a record naming its `type` twice.
+
+    Spark routes by the first `type` (a cluster event to every shard, a request to one shard), Python
+    reads the last. When they disagree, every shard would answer the record, or one shard alone would
+    apply an event (or drop its dead letter, which only shard 0 reports for events). The record becomes
+    a dead letter reported once: by the shard a request went to, else by shard 0.
+    """
+    first = field_text(top_level(value), "type")
+    parsed = item.record_type if isinstance(item, DeadLetter) else item.type
+    if (first in REQUEST_TYPES) == (parsed in REQUEST_TYPES):
+        return item
+    routed = first if first in REQUEST_TYPES else None
+    if isinstance(item, DeadLetter):
+        return dataclasses.replace(item, record_type=routed)
+    return DeadLetter(raw=value, source=origin.to_record(), reason=Reason.INVALID_JSON, record_type=routed,
+                      detail="type: the record names its type more than once, as a cluster event and as a request")
 
 
 def _internal_error_outputs(item: Any, cluster: str, exc: Exception, settings: ModelSettings) -> list[Output]:
@@ -391,6 +411,8 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
                 # Spark grouped by the first `cluster` key, Python read another: refuse to guess.
                 item = DeadLetter(raw=value, source=origin.to_record(), reason=Reason.INVALID_JSON,
                                   detail="cluster: the record names its cluster more than once")
+            elif shards > 1 and value.count('"type"') > 1:
+                item = _routed_as_spark_did(item, value, origin)
             items.append(item)
         return items, horizon_ms
 

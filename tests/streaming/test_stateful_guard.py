@@ -77,3 +77,33 @@ def test_without_zstd_in_pyarrow_the_state_function_stores_zlib_and_answers_alik
     assert zstd_blob.startswith(STATE_CODEC.magic) and not zlib_blob.startswith(STATE_CODEC.magic)
     assert with_zlib == with_zstd
     assert loads(zlib_blob, CONF).writable == loads(zstd_blob, CONF, codec=STATE_CODEC).writable
+
+
+def test_a_record_naming_its_type_twice_as_event_and_request_is_one_dead_letter_with_shards(monkeypatch):
+    """Found by fuzzing: Spark routes by the first `type` (an event to every shard, a request to one),
+    Python reads the last, so with shards every shard answered such a record (or one shard alone applied
+    an event). It is dead-lettered once instead: by the shard a request went to, else by shard 0."""
+    import json
+
+    import streaming.stateful as stateful
+    from tests.streaming.test_model_cache import GroupState, _frame
+
+    monkeypatch.setattr(stateful, "MODEL_CACHE", stateful.ModelCache())
+    bookies = [json.dumps({"type": "bookie_writable", "cluster": "c1", "time": 1000, "bookie": f"bk{i}:3181",
+                           "location": f"/r{i}"}) for i in range(4)]
+    create = '"cluster":"c1","time":5000,"request_id":"dup","ensemble_size":3,"write_quorum":2,"ack_quorum":2'
+    event_first = '{"type":"feature",' + create + ',"type":"ledger_create"}'
+    request_first = '{"type":"ledger_create",' + create + ',"type":"feature"}'
+    function = stateful.make_state_function({"ensemblePlacementPolicy": "rackaware"}, "kafka", shards=2)
+    rows = {}
+    for shard in (0, 1):   # the event-first record reaches both shards; the request-first one only shard 1
+        lines = bookies + [event_first] + ([request_first] if shard == 1 else [])
+        frames = function(("c1", shard), iter([_frame(lines, 0)]), GroupState())
+        rows[shard] = [(kind, json.loads(value)) for frame in frames for kind, _, _, value in frame.itertuples(index=False)]
+    kinds = {shard: [kind for kind, _ in found] for shard, found in rows.items()}
+    assert "decision" not in kinds[0] + kinds[1]
+    assert kinds[0].count("dead_letter") == 1 and kinds[1].count("dead_letter") == 1
+    [(_, first)] = [row for row in rows[0] if row[0] == "dead_letter"]
+    [(_, second)] = [row for row in rows[1] if row[0] == "dead_letter"]
+    assert first["raw"] == event_first and second["raw"] == request_first
+    assert "names its type more than once" in first["reason"] and first["code"] == "INVALID_JSON"
