@@ -200,12 +200,19 @@ def _routed_as_spark_did(item: Any, value: str, origin: Origin) -> Any:
                       detail="type: the record names its type more than once, as a cluster event and as a request")
 
 
-def _internal_error_outputs(item: Any, cluster: str, exc: Exception, settings: ModelSettings) -> list[Output]:
-    """A record the engine failed on: a dead letter (nothing is lost) and, for a request, a failed decision."""
+def _internal_error_outputs(item: Any, cluster: str, exc: Exception, settings: ModelSettings,
+                            origins: Mapping[int, Origin] | None = None) -> list[Output]:
+    """A record the engine failed on: a dead letter (nothing is lost) and, for a request, a failed decision.
+
+    `origins` maps `id(record)` to where it came from (CONTRACT §2: file and line, or topic, partition
+    and offset); a record without one is marked `{"engine": "internal"}`.
+    """
     if isinstance(item, DeadLetter):
         letter = item
     else:
-        letter = DeadLetter(raw=to_json_text(item), source={"engine": "internal"}, reason=Reason.INTERNAL_ERROR,
+        origin = (origins or {}).get(id(item))
+        source = origin.to_record() if origin is not None else {"engine": "internal"}
+        letter = DeadLetter(raw=to_json_text(item), source=source, reason=Reason.INTERNAL_ERROR,
                             detail=f"{type(exc).__name__}: {exc}", cluster=item.cluster,
                             request_id=getattr(item, "request_id", None), ledger_id=getattr(item, "ledger_id", None),
                             record_type=item.type)
@@ -223,7 +230,7 @@ def _internal_error_outputs(item: Any, cluster: str, exc: Exception, settings: M
 def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settings: ModelSettings,
                  conf: Mapping[str, str], shard: int = 0, shards: int = 1, horizon_ms: int | None = None,
                  step_fn: Callable[..., Any] = step, cache_key: tuple | None = None,
-                 cache: ModelCache | None = None) -> Stepped:
+                 cache: ModelCache | None = None, origins: Mapping[int, Origin] | None = None) -> Stepped:
     """`state.step` over one group's records (or an idle tick), with the engine's one catch-all (STYLE R8).
 
     A bug must not turn into a crash loop (Spark would re-run the same batch forever) nor lose a
@@ -271,7 +278,7 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
         except Exception as exc:  # noqa: BLE001 - as above, for one record
             log.error("cluster %s: record %s failed (%s: %s); sent to the dead letters", cluster,
                       getattr(item, "request_id", None) or getattr(item, "type", "?"), type(exc).__name__, exc)
-            produced.extend(_internal_error_outputs(item, cluster, exc, settings))
+            produced.extend(_internal_error_outputs(item, cluster, exc, settings, origins))
             model = None
             continue
         model = result.model
@@ -289,7 +296,7 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
 def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]], settings: ModelSettings,
                 conf: Mapping[str, str], shard: int = 0, shards: int = 1, horizon_ms: int | None = None,
                 step_fn: Callable[..., Any] = step, cache_key: tuple | None = None,
-                cache: ModelCache | None = None) -> Iterator[Stepped]:
+                cache: ModelCache | None = None, origins: Mapping[int, Origin] | None = None) -> Iterator[Stepped]:
     """`guarded_step` over the consecutive slices of one group's batch (`time_slices`), one `Stepped`
     per slice; the model is stored once, after the last slice (only the last `Stepped` has a state).
 
@@ -301,7 +308,7 @@ def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]
     if len(parts) <= 1 or not cluster:
         for part in parts:
             yield guarded_step(state, cluster, part, settings, conf, shard, shards, horizon_ms, step_fn,
-                               cache_key, cache)
+                               cache_key, cache, origins)
         return
     if cache_key is not None and cache is None:
         cache = MODEL_CACHE
@@ -334,7 +341,7 @@ def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]
     for number, part in enumerate(parts[failed - 1:], failed):
         last = number == len(parts)
         stepped = guarded_step(state, cluster, part, settings, conf, shard, shards, horizon_ms if last else None,
-                               step_fn)
+                               step_fn, origins=origins)
         state = stepped.state
         yield stepped if last else Stepped(None, stepped.outputs, None)
 
@@ -366,11 +373,11 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
             return
         chunks = list(frames)
         with paused_gc():  # see streaming.worker_gc: a collection here would only scan
-            items, horizon_ms = parse_group(cluster, chunks)
+            items, horizon_ms, origins = parse_group(cluster, chunks)
         state = stored[0] if stored is not None else None
         parts = time_slices(items, SLICE_RECORDS) if cluster else [items]
         slices = step_slices(state, cluster, parts, settings, conf, shard, shards, horizon_ms,
-                             cache_key=(conf_key, cluster, shard, shards))
+                             cache_key=(conf_key, cluster, shard, shards), origins=origins)
         while True:
             with paused_gc():
                 stepped = next(slices, None)
@@ -382,8 +389,9 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
                 del stepped  # the outputs go before the collector is back (it would scan them)
             yield out
 
-    def parse_group(cluster: str, chunks: list[pd.DataFrame]) -> tuple[list[Any], int | None]:
-        """The group's records in the order Spark's columns give, parsed; and the replay's horizon."""
+    def parse_group(cluster: str, chunks: list[pd.DataFrame]) -> tuple[list[Any], int | None, dict[int, Origin]]:
+        """The group's records in the order Spark's columns give, parsed; the replay's horizon; and where
+        each record came from, by `id` (for the dead letter of a record the engine fails on)."""
         frame = chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
         order = np.lexsort((frame["o3"].to_numpy(), frame["o2"].to_numpy(), frame["o1"].to_numpy()))
         values = frame["value"].to_numpy()[order]
@@ -395,6 +403,7 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
             entries = ((source_kind, name, part, pos, value)
                        for name, part, pos, value in zip(names, parts, positions, values))
         items = []
+        origins: dict[int, Origin] = {}
         horizon_ms = None
         for kind, name, part, pos, value in entries:
             if kind == SOURCE_FILE and part == HORIZON_PART:
@@ -414,7 +423,8 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
             elif shards > 1 and value.count('"type"') > 1:
                 item = _routed_as_spark_did(item, value, origin)
             items.append(item)
-        return items, horizon_ms
+            origins[id(item)] = origin
+        return items, horizon_ms, origins
 
     def on_tick(cluster: str, shard: int, stored: tuple | None, group_state) -> list[Output]:
         if stored is None or stored[1] is None:

@@ -107,3 +107,34 @@ def test_a_record_naming_its_type_twice_as_event_and_request_is_one_dead_letter_
     [(_, second)] = [row for row in rows[1] if row[0] == "dead_letter"]
     assert first["raw"] == event_first and second["raw"] == request_first
     assert "names its type more than once" in first["reason"] and first["code"] == "INVALID_JSON"
+
+
+def test_the_dead_letter_of_a_record_the_engine_fails_on_says_where_it_came_from(monkeypatch):
+    """CONTRACT §2: a dead letter's `source` is the file and line, or topic, partition and offset (found by
+    fuzzing: the catch-all's dead letters said only {"engine": "internal"})."""
+    import importlib
+
+    import streaming.stateful as stateful
+    from tests.streaming.test_model_cache import GroupState, _frame
+
+    state_step = importlib.import_module("state.step")
+    answer = state_step.answer
+
+    def buggy_answer(model, request):
+        if request.request_id == "r1":
+            raise KeyError("boom")
+        return answer(model, request)
+
+    monkeypatch.setattr(state_step, "answer", buggy_answer)
+    monkeypatch.setattr(stateful, "MODEL_CACHE", stateful.ModelCache())
+    raw = [{"type": "bookie_writable", "cluster": "c1", "time": 1_000, "bookie": f"bk{i}:3181",
+            "location": f"/r{i % 3}"} for i in range(6)]
+    raw += [{"type": "ledger_create", "cluster": "c1", "time": 2_000 + n, "request_id": f"r{n}",
+             "ensemble_size": 3, "write_quorum": 3, "ack_quorum": 2} for n in range(3)]
+    lines = [json.dumps(r) for r in raw]
+    function = stateful.make_state_function(CONF, "kafka")
+    rows = [row for frame in function(("c1", 0), iter([_frame(lines, 40)]), GroupState())
+            for row in frame.itertuples(index=False)]
+    [letter] = [json.loads(value) for kind, _, _, value in rows if kind == "dead_letter"]
+    assert letter["code"] == "INTERNAL_ERROR" and letter["request_id"] == "r1"
+    assert letter["source"] == {"topic": "requests", "partition": 0, "offset": 47}   # its position in the frame
