@@ -29,12 +29,16 @@ def host_of(bookie: str) -> str:
     return host if sep else bookie
 
 
+_JAVA_TRIM = "".join(map(chr, range(33)))  # what Java's String.trim() removes: every char <= U+0020
+
+
 def pulsar_rack(rack: Any) -> str | None:
-    """A rack as `BookieRackAffinityMapping.resolve` returns it: `/`-prefixed, or None when unset."""
-    if not isinstance(rack, str):
-        return None
-    rack = rack.strip()
-    if not rack or rack == "/":
+    """A rack as `BookieRackAffinityMapping.getRack` returns it: `/`-prefixed, or None when unset.
+
+    Empty, or `/` once trimmed, is unset; otherwise the rack is kept as written, spaces included
+    (`" rack0"` is `"/ rack0"`), as Pulsar does.
+    """
+    if not isinstance(rack, str) or not rack or rack.strip(_JAVA_TRIM) == "/":
         return None
     return rack if rack.startswith("/") else "/" + rack
 

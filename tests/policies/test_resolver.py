@@ -32,7 +32,7 @@ def test_trailing_slash_is_normalised():
 
 @pytest.mark.parametrize("rack, expected", [("rack0", "/rack0"), ("/rack0", "/rack0"),
                                             ("region1/rack1", "/region1/rack1"), ("", None), ("/", None),
-                                            (None, None)])
+                                            (None, None), (" / ", None), ("  ", "/  "), (" rack0", "/ rack0")])
 def test_rack_info_racks_are_read_as_pulsar_reads_them(rack, expected):
     assert pulsar_rack(rack) == expected
 
