@@ -134,11 +134,14 @@ def write_input(records: list[dict], path: Path) -> None:
                 out.write(json.dumps(record, separators=(",", ":")) + "\n")
 
 
-def _progress(update: dict) -> None:
+def _progress(update: dict, stream=None) -> None:
+    """One progress line per micro-batch: rewritten in place on a terminal, a line each in a log."""
+    stream = stream if stream is not None else sys.stderr
     done = update.get("decision", 0)
-    sys.stderr.write(f"\r  batch {update['batch']:>3}: {done} decisions, {update.get('alert', 0)} alerts, "
-                     f"{update.get('dead_letter', 0)} dead letters")
-    sys.stderr.flush()
+    line = (f"  batch {update['batch']:>3}: {done} decisions, {update.get('alert', 0)} alerts, "
+            f"{update.get('dead_letter', 0)} dead letters")
+    stream.write(f"\r{line}" if stream.isatty() else f"{line}\n")
+    stream.flush()
 
 
 def print_summary(summary: dict, out: Path) -> None:
