@@ -38,6 +38,26 @@ def add_missing_indices(write_set: list[int], ensemble_size: int) -> list[int]:
     return write_set + [i for i in range(ensemble_size) if i not in present]
 
 
+def replace_in_ensemble(current: Sequence[str], bookie_to_replace: str, candidate: str) -> list[str]:
+    """`current` with `candidate` at the first position of `bookie_to_replace` (Java's
+    `set(indexOf(bookie), candidate)`), or `[candidate]` for an empty ensemble.
+
+    Callers pick the candidate first: Java looks the bookie up only then, so with nothing eligible it
+    raises NotEnoughBookies whether or not the bookie is in the ensemble (spec §3, §5.1 step 7).
+
+    Raises:
+        ValueError: `bookie_to_replace` is not in a non-empty `current` (Java: an index error).
+    """
+    if not current:
+        return [candidate]
+    if bookie_to_replace not in current:
+        raise ValueError(f"bookie_to_replace: {bookie_to_replace} is not a member of current_ensemble "
+                         f"{list(current)}")
+    ensemble = list(current)
+    ensemble[ensemble.index(bookie_to_replace)] = candidate
+    return ensemble
+
+
 class TopologyAwarePolicy:
     """Known bookies, their locations and weights, kept up to date by membership callbacks.
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequenc
 from typing import Any
 
 from .api import Adherence, BookieInfo, HealthInfo, PlacementResult
+from .base import replace_in_ensemble
 from .errors import NotEnoughBookiesError, UnsupportedOperationError
 from .provenance import failed, unavailable
 from .read_order import add_missing
@@ -212,11 +213,7 @@ class DefaultPolicy:
             failed(exc, explain, "the replacement must be a writable bookie outside the ensemble and the "
                                  "exclusions; none is left")
             raise
-        if current and bookie_to_replace not in current:  # looked up after the pick, as in Java (spec §3)
-            raise ValueError(f"bookie_to_replace: {bookie_to_replace} is not a member of current_ensemble "
-                             f"{current}")
-        ensemble = list(current) or [bookie_to_replace]
-        ensemble[ensemble.index(bookie_to_replace)] = candidate   # its first position only, as Java's indexOf
+        ensemble = replace_in_ensemble(current, bookie_to_replace, candidate)
         return PlacementResult(ensemble, Adherence.MEETS_STRICT, candidate, explain)
 
     def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str],

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequenc
 from typing import Any, Protocol
 
 from .api import Adherence, BookieInfo, HealthInfo, PlacementResult
-from .base import TopologyAwarePolicy
+from .base import TopologyAwarePolicy, replace_in_ensemble
 from .coverage import NO_CONSTRAINTS, CoverageEnsemble
 from .errors import NotEnoughBookiesError
 from .location import ROOT
@@ -1032,16 +1032,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                    " nor anywhere in the cluster")
                 + f" after excluding {len(excluded)} bookie(s); add bookies or exclude fewer",
                 explain={**explain, "constraint": constraint}) from exc
-        if current:
-            # Java looks the bookie up only now (spec §5.1 step 7): without a candidate it has raised
-            # NotEnoughBookies already, whether or not the bookie is in the ensemble.
-            if bookie_to_replace not in current:
-                raise ValueError(f"bookie_to_replace: {bookie_to_replace} is not a member of current_ensemble "
-                                 f"{current}")
-            ensemble = list(current)
-            ensemble[ensemble.index(bookie_to_replace)] = candidate   # its first position only, as Java's indexOf
-        else:
-            ensemble = [candidate]
+        ensemble = replace_in_ensemble(current, bookie_to_replace, candidate)
         adherence = self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum)
         return PlacementResult(ensemble, adherence, candidate, explain)
 

@@ -386,7 +386,6 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
                 if stepped.state is not None:
                     _store(group_state, stepped)
                 out = pd.DataFrame(pack_outputs(stepped.outputs)) if packed else _frame(stepped.outputs)
-                del stepped  # the outputs go before the collector is back (it would scan them)
             yield out
 
     def parse_group(cluster: str, chunks: list[pd.DataFrame]) -> tuple[list[Any], int | None, dict[int, Origin]]:
@@ -410,7 +409,7 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
                 horizon_ms = max(horizon_ms or 0, int(pos))
                 continue
             origin = _origin(kind, name, part, pos, files)
-            if value is not None and value[:1] == "\u0000" and value.startswith(INVALID_UTF8):
+            if value is not None and value.startswith(INVALID_UTF8):
                 items.append(DeadLetter(raw=value[len(INVALID_UTF8):], source=origin.to_record(),
                                         reason=Reason.INVALID_ENCODING,
                                         detail="record: not valid UTF-8 (raw shows each bad byte as U+FFFD)"))
