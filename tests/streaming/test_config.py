@@ -59,10 +59,16 @@ def test_unknown_engine_key_is_rejected():
 
 
 @pytest.mark.parametrize("key, value", [("engine.shardsPerCluster", "0"), ("engine.trigger.seconds", "soon"),
-                                        ("engine.kafka.connector", "jdbc"), ("engine.spark.shufflePartitions", "x")])
+                                        ("engine.kafka.connector", "jdbc"), ("engine.spark.shufflePartitions", "x"),
+                                        ("engine.stopGraceSeconds", "-1")])
 def test_bad_engine_values_name_the_key(key, value):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         EngineSettings.from_conf({key: value})
+
+
+def test_the_stop_grace_period_is_read_from_its_key():
+    assert EngineSettings.from_conf({}).stop_grace_seconds == 20
+    assert EngineSettings.from_conf({"engine.stopGraceSeconds": "5"}).stop_grace_seconds == 5
 
 
 def test_run_requires_a_broker_and_a_checkpoint(capsys, tmp_path):
