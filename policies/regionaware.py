@@ -453,6 +453,13 @@ class RegionawarePolicy(TopologyAwarePolicy):
         sub = self.sub_policies[region]
         return len(sub.known) - excluded_per_region.get(region, 0), sub.topology.num_racks
 
+    @staticmethod
+    def _region_capacity(sub: RackawarePolicy, excluded: set[str]) -> int:
+        """The most bookies one attempt in the region could place: the bookies its sub-policy, or its
+        stabilized retry, could pick (known or in the tree) that are not excluded. Cost: O(region)."""
+        views = (sub,) if sub.secondary is None else (sub, sub.secondary)
+        return max(len((view.known.keys() | view.topology.rack_map.keys()) - excluded) for view in views)
+
     def _excluded_per_region(self, excluded: Iterable[str]) -> dict[str, int]:
         """region -> excluded known bookies in it. Cost: O(excluded), once per call."""
         counts: dict[str, int] = {}
@@ -651,6 +658,13 @@ class RegionawarePolicy(TopologyAwarePolicy):
                         steps.append({"step": f"region {region}", "scope": f"{had_e + add} bookie(s)",
                                       "candidates": candidates, "racks": racks})
                         try:
+                            if had_e + add > candidates and had_e + add > self._region_capacity(sub, excluded):
+                                # More bookies than the region could ever give: the attempt fails whatever
+                                # it draws, so it is not run (its draws and its cost, quadratic in the
+                                # ensemble size, are skipped). Java runs it and fails the same way.
+                                sub._tick()
+                                raise NotEnoughBookiesError(f"region {region} has fewer than {had_e + add} "
+                                                            "eligible bookies")
                             result, trial = self._place_in_region(sub, had_e + add, had_w + add_w, excluded,
                                                                   coverage, rng)
                         except NotEnoughBookiesError:
@@ -785,6 +799,9 @@ class RegionawarePolicy(TopologyAwarePolicy):
         plan = self._direct_plan(ensemble_size, write_quorum, ack_quorum, min_regions, available)
         if plan is None:
             return None
+        for region, sub, size, _, _ in plan.shares:
+            if size > len(sub.known) - per_region.get(region, 0) and size > self._region_capacity(sub, excluded):
+                return None  # the loop skips that attempt without drawing; give up before drawing too
         chosen: list[str] = []
         steps: list[dict[str, Any]] = []
         uniform = not self.settings.disk_weighted

@@ -126,7 +126,8 @@ def test_direct_allocation_decides_as_the_general_loop(direct_attempts):
                 assert fast.last_region_index == plain.last_region_index, (seed, step)
     # Every side of the direct pass was exercised.
     assert direct_attempts["placed"] > 1000
-    assert direct_attempts["gave_up"] > 200
+    # Regions short of bookies give up before drawing (they count as not planned).
+    assert direct_attempts["gave_up"] > 15
     assert direct_attempts["not_planned"] > 200
 
 
@@ -183,12 +184,15 @@ def test_direct_pass_knows_the_adherence_with_and_without_durability(direct_atte
 
 
 def test_a_direct_pass_that_gives_up_after_drawing_replays_into_the_loop(direct_attempts):
-    """Every bookie of region b is excluded: the direct pass draws in region a (visited first), finds
-    nothing acceptable in b and gives up; the loop's answer (b shrunk to nothing) is the plain one."""
+    """Rack r1 of region b is excluded, so b's second bookie can only come from r0, the rack of its
+    first: the direct pass (which draws outside the racks taken) draws in region a (visited first) and
+    in b, finds nothing acceptable and gives up; the loop, on a replay of those draws, lets the
+    sub-policy fall back, and answers as the plain loop does."""
     layout = grid({"a": 3, "b": 2, "c": 3}, bookies_per_rack=2)
-    exclude = [b for b, location in layout.items() if location.startswith("/b/")]
-    fast, _ = make_policy(layout)
-    plain, _ = make_policy(layout)
+    exclude = [b for b, location in layout.items() if location == "/b/r1"]
+    conf = {"minNumRacksPerWriteQuorum": "1"}
+    fast, _ = make_policy(layout, **conf)
+    plain, _ = make_policy(layout, **conf)
     plain._fast_allocation = False
     draws = []
     original = _ReplayRandom.__init__
@@ -199,14 +203,109 @@ def test_a_direct_pass_that_gives_up_after_drawing_replays_into_the_loop(direct_
 
     _ReplayRandom.__init__ = remember
     try:
-        got = _outcome(lambda: fast.new_ensemble(3, 3, 2, None, exclude, rng=random.Random(7)))
+        got = _outcome(lambda: fast.new_ensemble(6, 2, 2, None, exclude, rng=random.Random(7)))
     finally:
         _ReplayRandom.__init__ = original
-    expected = _outcome(lambda: plain.new_ensemble(3, 3, 2, None, exclude, rng=random.Random(7)))
+    expected = _outcome(lambda: plain.new_ensemble(6, 2, 2, None, exclude, rng=random.Random(7)))
     assert got == expected
-    assert got[0] == "ok" and "region b: could not take 1 more bookie(s) (1 in all)" in got[4]
+    assert got[0] == "ok" and sorted(b for b in got[1] if b.startswith("b-")) == ["b-0-0:3181", "b-0-1:3181"]
     assert direct_attempts == {"placed": 0, "gave_up": 1, "not_planned": 0}
-    assert draws and draws[0] >= 1          # region a had drawn before b gave up
+    assert draws and draws[0] >= 2          # regions a and b had drawn before b gave up
+
+
+def test_a_region_short_of_bookies_gives_up_before_drawing(direct_attempts):
+    """Every bookie of region b is excluded, so its share cannot be placed whatever is drawn: the direct
+    pass gives up before drawing, and the loop records b's attempt as failed without running it."""
+    layout = grid({"a": 3, "b": 2, "c": 3}, bookies_per_rack=2)
+    exclude = [b for b, location in layout.items() if location.startswith("/b/")]
+    fast, _ = make_policy(layout)
+    plain, _ = make_policy(layout)
+    plain._fast_allocation = False
+    got = _outcome(lambda: fast.new_ensemble(3, 3, 2, None, exclude, rng=random.Random(7)))
+    assert got == _outcome(lambda: plain.new_ensemble(3, 3, 2, None, exclude, rng=random.Random(7)))
+    assert got[0] == "ok" and "region b: could not take 1 more bookie(s) (1 in all)" in got[4]
+    assert not any(b.startswith("b-") for b in got[1])
+    assert direct_attempts == {"placed": 0, "gave_up": 0, "not_planned": 1}
+
+
+def _unskipped(policy: RegionawarePolicy, monkeypatch) -> RegionawarePolicy:
+    """`policy` with every attempt run, even one asking a region for more bookies than it has."""
+    monkeypatch.setattr(policy, "_region_capacity", lambda sub, excluded: 1 << 30)
+    return policy
+
+
+@pytest.fixture
+def attempt_sizes(monkeypatch):
+    """The size of every attempt the allocation loop hands to a region's sub-policy."""
+    sizes: list[int] = []
+    original = RegionawarePolicy._place_in_region
+
+    def counted(sub, size, *args):
+        sizes.append(size)
+        return original(sub, size, *args)
+
+    monkeypatch.setattr(RegionawarePolicy, "_place_in_region", staticmethod(counted))
+    return sizes
+
+
+def test_attempts_a_region_cannot_fill_are_recorded_but_not_run(monkeypatch, attempt_sizes):
+    """ensemble_size 70 on three regions of 20 bookies: each pass asks every region for more than it has,
+    shrinking by one per failed attempt. Attempts above what a region could give fail whatever is
+    drawn, so they are recorded as failed steps without being run: the answer, steps and fallbacks are
+    those of the loop that runs them all."""
+    layout = {f"b{i}:3181": f"/r{i % 3}/rack{i % 2}" for i in range(60)}
+    skipping, _ = make_policy(layout)
+    running = _unskipped(make_policy(layout)[0], monkeypatch)
+    got = _outcome(lambda: skipping.new_ensemble(70, 3, 2, rng=random.Random(1)))
+    run_by_skipping = list(attempt_sizes)
+    assert got == _outcome(lambda: running.new_ensemble(70, 3, 2, rng=random.Random(1)))
+    assert got[0] == "error" and "only 60 bookies could be placed" in got[2]
+    explain = json.loads(got[3])
+    assert sum(step.get("failed", False) for step in explain["steps"]) > 10
+    assert max(run_by_skipping) == 20 and len(run_by_skipping) < len(attempt_sizes) - len(run_by_skipping)
+
+
+@pytest.mark.parametrize("stabilized", [False, True])
+def test_a_region_can_give_its_departed_bookies_while_they_wait_out_the_stabilization(stabilized):
+    """What an attempt could place counts, with stabilization on, the departed bookies the sub-policy's
+    retry on its stabilized view may still pick, and never excluded ones."""
+    layout = {f"b{i}:3181": f"/r{i % 3}/rack{i % 2}" for i in range(60)}
+    conf = {"networkTopologyStabilizePeriodSeconds": "30"} if stabilized else {}
+    policy, _ = make_policy(layout, clock=ManualClock(), **conf)
+    policy.on_cluster_changed([b for b in sorted(layout) if b not in ("b0:3181", "b3:3181")], [])
+    r0 = policy.sub_policies["r0"]
+    assert len(r0.known) == 18
+    assert policy._region_capacity(r0, set()) == (20 if stabilized else 18)
+    assert policy._region_capacity(r0, {"b6:3181", "b0:3181", "b1:3181"}) == (18 if stabilized else 17)
+
+
+def test_a_small_region_shrinks_to_its_size_without_running_what_cannot_fit(monkeypatch, attempt_sizes):
+    """Region r0 has 4 bookies, r1 and r2 have 20: r0's share of 10 shrinks to 4. The skipped attempts
+    (10 down to 5) only change which draws the later picks get, so the ensemble may differ from the loop
+    that runs them, but the allocation, steps and fallbacks are the same, and the ensemble is valid."""
+    layout = {**{f"s{i}:3181": f"/r0/rack{i % 2}" for i in range(4)},
+              **{f"b{i}:3181": f"/r{1 + i % 2}/rack{i % 4}" for i in range(40)}}
+    skipping, _ = make_policy(layout)
+    running = _unskipped(make_policy(layout)[0], monkeypatch)
+    got = skipping.new_ensemble(30, 3, 2, rng=random.Random(4))
+    assert max(attempt_sizes) <= 20 and 10 not in attempt_sizes
+    expected = running.new_ensemble(30, 3, 2, rng=random.Random(4))
+    assert got.explain["allocation"] == expected.explain["allocation"] == {"r0": 4, "r1": 13, "r2": 13}
+    assert got.explain["steps"] == expected.explain["steps"]
+    assert got.explain["fallbacks"] == expected.explain["fallbacks"]
+    assert got.adherence == expected.adherence
+    assert len(set(got.ensemble)) == 30
+    assert sorted(b for b in got.ensemble if b.startswith("s")) == sorted(f"s{i}:3181" for i in range(4))
+
+
+def test_an_absurd_ensemble_size_fails_after_a_few_attempts(attempt_sizes):
+    """ensemble_size 1024 on 600 bookies in three regions: before, about 2,900 placements of up to 341
+    bookies (close to a minute for this one request); now only attempts a region can fill are run."""
+    layout = {f"b{i}:3181": f"/r{i % 3}/rack{i % 2}" for i in range(600)}
+    policy, _ = make_policy(layout)
+    with pytest.raises(NotEnoughBookiesError, match="only 600 bookies could be placed"):
+        policy.new_ensemble(1024, 3, 2, rng=random.Random(1))
+    assert attempt_sizes == [200] * 6     # each region once per pass, and again in the second
 
 
 def test_replay_answers_the_recorded_draws_then_continues_the_generator():
