@@ -453,6 +453,34 @@ class RegionawarePolicy(TopologyAwarePolicy):
         sub = self.sub_policies[region]
         return len(sub.known) - excluded_per_region.get(region, 0), sub.topology.num_racks
 
+    def _attempt_limit(self, region: str, sub: RackawarePolicy, coverage: CoverageEnsemble, excluded: set[str],
+                       candidates: int, size: int) -> int:
+        """The most bookies an attempt of `region` could place at this point of an allocation pass (at
+        most `size`, the largest it will ask for): an attempt above it fails whatever it draws.
+
+        Two things bound it. The bookies the region could give (`_region_capacity`). And, when the
+        region's sub-policy enforces durability in every pick (a configured region, a minimum of two or
+        more regions, two or more racks), the region-level coverage: it sees regions only, so the first
+        position of the region's block that it refuses to a bookie of the region, it refuses to every
+        one, and the sub-policy, whose picks and fallbacks all ask it, must fail there. A region of
+        fewer than two racks picks at random without asking, and a sub-policy that does not enforce
+        durability falls back to such picks, so neither is bounded by the coverage.
+        """
+        limit = size
+        if size > candidates:
+            limit = min(limit, self._region_capacity(sub, excluded))
+        if sub.enforce_durability and coverage.min_durability > 1 and sub.topology.num_racks >= 2:
+            trial = coverage.copy()
+            key = "/" + region
+            original = trial.locate
+            trial.locate = lambda bookie: key if bookie.startswith("\0") else original(bookie)
+            for position in range(limit):
+                stand_in = f"\0{position}"
+                if not trial.apply(stand_in, trial):
+                    return position
+                trial.add_node(stand_in)
+        return limit
+
     @staticmethod
     def _region_capacity(sub: RackawarePolicy, excluded: set[str]) -> int:
         """The most bookies one attempt in the region could place: the bookies its sub-policy, or its
@@ -653,18 +681,19 @@ class RegionawarePolicy(TopologyAwarePolicy):
                     add = min(remaining_e, -(-remaining_e // to_allocate))
                     placed = False
                     candidates, racks = self._region_candidates(region, per_region)
+                    limit = self._attempt_limit(region, sub, coverage, excluded, candidates, had_e + add)
                     while add > 0:
                         add_w = max(1, min(remaining_w, _round_half_up_ratio(write_quorum * add, ensemble_size)))
                         steps.append({"step": f"region {region}", "scope": f"{had_e + add} bookie(s)",
                                       "candidates": candidates, "racks": racks})
                         try:
-                            if had_e + add > candidates and had_e + add > self._region_capacity(sub, excluded):
-                                # More bookies than the region could ever give: the attempt fails whatever
-                                # it draws, so it is not run (its draws and its cost, quadratic in the
-                                # ensemble size, are skipped). Java runs it and fails the same way.
+                            if had_e + add > limit:
+                                # The attempt fails whatever it draws, so it is not run (its draws and its
+                                # cost, up to a placement of the whole region, are skipped). Java runs it
+                                # and fails the same way.
                                 sub._tick()
-                                raise NotEnoughBookiesError(f"region {region} has fewer than {had_e + add} "
-                                                            "eligible bookies")
+                                raise NotEnoughBookiesError(f"region {region} cannot take {had_e + add} bookies "
+                                                            "in this pass")
                             result, trial = self._place_in_region(sub, had_e + add, had_w + add_w, excluded,
                                                                   coverage, rng)
                         except NotEnoughBookiesError:
