@@ -183,7 +183,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         super().__init__(settings, resolver, clock, features, default_location)
         self.min_regions = settings.effective_min_regions
         self.durability_in_replace = self.min_regions > 0 and settings.durability_in_replace
-        self.configured_regions = frozenset(settings.regions_to_write)
+        self.configured_regions = frozenset(settings.regions_to_write or ())
         self.sub_policies: dict[str, RackawarePolicy] = {}
         self.region_of: dict[str, str] = {}
         self.last_region_index = 0
@@ -204,7 +204,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         self.local_region = UNKNOWN_REGION if settings.ignore_local_node or not local else region_of_location(local)
         # `_allocate_direct` serves sub-policies whose position 0 draws from the whole region (no local rack).
         self._fast_allocation = local is None or settings.ignore_local_node or local == self.default_location
-        for region in settings.regions_to_write:
+        for region in settings.regions_to_write or ():
             self._sub_policy(region)
 
     # -- regions --------------------------------------------------------------------------------

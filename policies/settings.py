@@ -98,6 +98,30 @@ def _list(conf: Mapping[str, Any], key: str, separator: str) -> tuple[str, ...] 
     return tuple(v for v in items if v)
 
 
+def _java_split(conf: Mapping[str, Any], key: str, separator: str) -> tuple[str, ...] | None:
+    """A list read as Java's `String.split` reads it; None when the key is absent.
+
+    BK quirk (spec bookkeeper-region-zone-isolation.md §1.1, §1.5): `reppRegionsToWrite` is split on
+    `;` with nothing trimmed, so empty and space-padded names are regions of their own (`r1;;r2` lists
+    three, one named ""; `r1; r2` lists `r1` and ` r2`), except that trailing empty items are dropped
+    (`r1;r2;` lists two, `;` none) and a value without the separator is one item (`""` lists one, "").
+    Every item counts against `reppMinimumRegionsForDurability`. A Python list is taken as it is.
+    """
+    value = conf.get(key)
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return tuple(str(v) for v in value)
+    if not isinstance(value, str):
+        raise ValueError(f"{key}: expected a {separator!r}-separated list, got {value!r}")
+    if separator not in value:
+        return (value,)
+    items = value.split(separator)
+    while items and not items[-1]:
+        items.pop()
+    return tuple(items)
+
+
 def policy_name(value: Any) -> str:
     """Short policy name for a Java class name or short name; ValueError naming the key otherwise."""
     if isinstance(value, str):
@@ -128,7 +152,7 @@ class PlacementSettings:
     failure_history_expiration_ms: int = 60000         # bookieFailureHistoryExpirationMSec
     disk_weighted: bool = False                        # diskWeightBasedPlacementEnabled
     max_weight_multiple: int = 3                       # bookieMaxMultipleForWeightBasedPlacement
-    regions_to_write: tuple[str, ...] = ()             # reppRegionsToWrite (';'-separated)
+    regions_to_write: tuple[str, ...] | None = None    # reppRegionsToWrite (';'-separated; None: unset)
     min_regions_for_durability: int = 2                # reppMinimumRegionsForDurability
     durability_in_replace: bool = True                 # reppEnableDurabilityEnforcementInReplace
     disable_durability_feature: str = "repp_disable_durability_enforcement"  # reppDisableDurabilityFeatureName
@@ -144,7 +168,7 @@ class PlacementSettings:
     @property
     def effective_min_regions(self) -> int:
         """`minRegionsForDurability`: the configured minimum only when regions to write are set."""
-        return self.min_regions_for_durability if self.regions_to_write else 0
+        return self.min_regions_for_durability if self.regions_to_write is not None else 0
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> PlacementSettings:
@@ -164,7 +188,7 @@ class PlacementSettings:
         secondary = _list(conf, "bookkeeperClientSecondaryIsolationGroups", ",")
         if secondary is None:
             secondary = _list(conf, "secondaryIsolationBookieGroups", ",")
-        regions = _list(conf, "reppRegionsToWrite", ";") or ()
+        regions = _java_split(conf, "reppRegionsToWrite", ";")
         settings = cls(
             policy=policy,
             local_node_location=local or None,
@@ -218,7 +242,7 @@ class PlacementSettings:
             raise ValueError(
                 f"minNumZonesPerWriteQuorum: {self.min_zones_per_write_quorum} is greater than "
                 f"desiredNumZonesPerWriteQuorum ({self.desired_zones_per_write_quorum}); lower it or raise the desired")
-        if self.policy == "regionaware" and self.regions_to_write and \
+        if self.policy == "regionaware" and self.regions_to_write is not None and \
                 len(self.regions_to_write) < self.min_regions_for_durability:
             raise ValueError(
                 f"reppRegionsToWrite: lists {len(self.regions_to_write)} region(s) but "

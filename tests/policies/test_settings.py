@@ -2,7 +2,7 @@
 
 import pytest
 
-from policies import create_policy
+from policies import NotEnoughBookiesError, create_policy
 from policies.settings import PlacementSettings, policy_name
 
 
@@ -84,6 +84,45 @@ def test_too_few_regions_for_durability_names_a_key():
     with pytest.raises(ValueError, match="reppRegionsToWrite"):
         PlacementSettings.from_conf({"ensemblePlacementPolicy": "regionaware", "reppRegionsToWrite": "r1",
                                      "reppMinimumRegionsForDurability": "2"})
+
+
+@pytest.mark.parametrize("value, regions", [
+    ("r1;r2", ("r1", "r2")),
+    ("r1;;r2", ("r1", "", "r2")),        # an empty name is a region of its own
+    ("r1; r2", ("r1", " r2")),           # nothing is trimmed
+    ("r1;r2;", ("r1", "r2")),            # trailing empty items are dropped
+    (";r1", ("", "r1")),
+    ("", ("",)),                         # no separator: one item
+    (";", ()),
+    (["r1", "r2"], ("r1", "r2")),
+])
+def test_regions_to_write_are_split_as_java_splits_them(value, regions):
+    """BookKeeper reads `reppRegionsToWrite` with `String.split(";")` and counts every item against
+    the durability minimum."""
+    settings = PlacementSettings.from_conf({"ensemblePlacementPolicy": "regionaware", "reppRegionsToWrite": value,
+                                            "reppMinimumRegionsForDurability": str(len(regions))})
+    assert settings.regions_to_write == regions
+    assert settings.effective_min_regions == len(regions)
+
+
+def test_regions_to_write_set_but_empty_still_asks_for_the_minimum():
+    """`reppRegionsToWrite=` is set (Java: one region named ""), so the default minimum of 2 is refused,
+    where an absent key means no durability at all."""
+    assert PlacementSettings.from_conf({"ensemblePlacementPolicy": "regionaware"}).effective_min_regions == 0
+    for value in ("", ";"):
+        with pytest.raises(ValueError, match="reppRegionsToWrite: lists [01] region"):
+            PlacementSettings.from_conf({"ensemblePlacementPolicy": "regionaware", "reppRegionsToWrite": value})
+
+
+def test_an_empty_region_name_counts_for_durability_but_holds_no_bookie():
+    """`r1;;r2` with a minimum of 3 is accepted, as in Java, but no ensemble can then span 3 regions."""
+    locations = {f"b{i}:3181": f"/r{1 + i % 2}/rack{i % 3}" for i in range(12)}
+    policy = create_policy({"ensemblePlacementPolicy": "regionaware", "reppRegionsToWrite": "r1;;r2",
+                            "reppMinimumRegionsForDurability": "3"}, resolver=locations)
+    policy.on_cluster_changed(sorted(locations), [])
+    assert sorted(policy.sub_policies) == ["", "r1", "r2"]
+    with pytest.raises(NotEnoughBookiesError):
+        policy.new_ensemble(3, 3, 3)
 
 
 def test_pulsar_and_bookkeeper_spellings_of_isolation_groups():
