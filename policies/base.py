@@ -201,7 +201,7 @@ class TopologyAwarePolicy:
         return {}
 
     def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
-                          exclude: Iterable[str], current_ensemble: list[str], *, rng=None):
+                          exclude: Iterable[str] | None, current_ensemble: list[str], *, rng=None):
         raise UnsupportedOperationError(f"the {self.name} policy does not implement replace_to_adhere")
 
     # -- relaxation fixes (issue 5) --------------------------------------------------------------------

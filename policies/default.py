@@ -112,7 +112,7 @@ class DefaultPolicy:
     # -- placement -----------------------------------------------------------------------------------
 
     def new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
-                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] = (), *,
+                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] | None = (), *,
                      rng: random.Random | None = None) -> PlacementResult:
         """`ensemble_size` distinct random writable bookies not in `exclude` (spec §3).
 
@@ -121,6 +121,8 @@ class DefaultPolicy:
         Raises:
             NotEnoughBookiesError: fewer eligible bookies than `ensemble_size`.
         """
+        if exclude is None:
+            exclude = ()
         excluded = frozenset(exclude)
         explain_excluded: dict[str, list[str]] = {"caller": sorted(excluded)} if excluded else {}
         unavailable(self, explain_excluded)
@@ -187,7 +189,7 @@ class DefaultPolicy:
 
     def replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
                        custom_metadata: Mapping[str, bytes] | None, current_ensemble: Sequence[str],
-                       bookie_to_replace: str, exclude: Iterable[str] = (), *,
+                       bookie_to_replace: str, exclude: Iterable[str] | None = (), *,
                        rng: random.Random | None = None) -> PlacementResult:
         """A random writable bookie outside `exclude` and the current ensemble (spec §3).
 
@@ -195,6 +197,8 @@ class DefaultPolicy:
             ValueError: `bookie_to_replace` is not in a non-empty `current_ensemble`.
             NotEnoughBookiesError: no eligible bookie.
         """
+        if exclude is None:
+            exclude = ()
         current = list(current_ensemble)
         caller = set(exclude)
         explain_excluded: dict[str, list[str]] = {"caller": sorted(caller)} if caller else {}
@@ -216,7 +220,7 @@ class DefaultPolicy:
         ensemble = replace_in_ensemble(current, bookie_to_replace, candidate)
         return PlacementResult(ensemble, Adherence.MEETS_STRICT, candidate, explain)
 
-    def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str],
+    def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str] | None,
                           current_ensemble: Sequence[str], *, rng: random.Random | None = None) -> PlacementResult:
         """Not supported, as in BookKeeper (every ensemble already adheres)."""
         raise UnsupportedOperationError(

@@ -428,7 +428,7 @@ class IsolatedPolicy(RackawarePolicy):
     # -- placement -------------------------------------------------------------------------------------
 
     def new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
-                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] = (), *,
+                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] | None = (), *,
                      rng: random.Random | None = None) -> PlacementResult:
         """Rack-aware `new_ensemble` among the bookies the isolation groups allow (spec §4.5-§4.7).
 
@@ -440,6 +440,8 @@ class IsolatedPolicy(RackawarePolicy):
             IsolationGroupError: the groups cannot be applied (see the module docstring).
             NotEnoughBookiesError: the allowed bookies cannot form the ensemble.
         """
+        if exclude is None:
+            exclude = ()
         caller, combined, groups, isolation = self._prepare(ensemble_size, custom_metadata, exclude)
         try:
             result = super().new_ensemble(ensemble_size, write_quorum, ack_quorum, custom_metadata, combined,
@@ -450,7 +452,7 @@ class IsolatedPolicy(RackawarePolicy):
 
     def replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
                        custom_metadata: Mapping[str, bytes] | None, current_ensemble: Sequence[str],
-                       bookie_to_replace: str, exclude: Iterable[str] = (), *,
+                       bookie_to_replace: str, exclude: Iterable[str] | None = (), *,
                        rng: random.Random | None = None) -> PlacementResult:
         """Rack-aware `replace_bookie` among the bookies the isolation groups allow.
 
@@ -461,6 +463,8 @@ class IsolatedPolicy(RackawarePolicy):
             IsolationGroupError: the groups cannot be applied.
             NotEnoughBookiesError: no allowed bookie can replace it.
         """
+        if exclude is None:
+            exclude = ()
         return self._replace(ensemble_size, write_quorum, ack_quorum, custom_metadata, current_ensemble,
                              bookie_to_replace, exclude, rng, None)
 

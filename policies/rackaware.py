@@ -583,7 +583,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
     # -- new ensemble (§4) -------------------------------------------------------------------------
 
     def new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
-                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] = (), *,
+                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] | None = (), *,
                      rng: random.Random | None = None) -> PlacementResult:
         """A new ensemble (spec §4.2-§4.4). `custom_metadata` is ignored, as in BookKeeper.
 
@@ -595,6 +595,8 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             NotEnoughBookiesError: the request cannot be met; the message names the constraint and
                 `.explain` holds the steps reached and the constraint.
         """
+        if exclude is None:
+            exclude = ()
         self._tick()
         _check_sizes(ensemble_size, write_quorum, ack_quorum)
         if rng is None:
@@ -984,7 +986,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
 
     def replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
                        custom_metadata: Mapping[str, bytes] | None, current_ensemble: Sequence[str],
-                       bookie_to_replace: str, exclude: Iterable[str] = (), *,
+                       bookie_to_replace: str, exclude: Iterable[str] | None = (), *,
                        rng: random.Random | None = None) -> PlacementResult:
         """A replacement for `bookie_to_replace`: same rack, else an unused rack, else any (§5.1).
 
@@ -992,6 +994,8 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             ValueError: `bookie_to_replace` is not in a non-empty `current_ensemble`.
             NotEnoughBookiesError: no replacement (with enforcement: no same-rack or unused-rack bookie).
         """
+        if exclude is None:
+            exclude = ()
         self._tick()
         _check_sizes(ensemble_size, write_quorum, ack_quorum)
         if rng is None:
@@ -1038,7 +1042,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
 
     # -- replace to adhere (§5.2) ------------------------------------------------------------------
 
-    def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str],
+    def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str] | None,
                           current_ensemble: Sequence[str], *, rng: random.Random | None = None) -> PlacementResult:
         """The adhering ensemble closest to `current_ensemble` (fewest positions changed), §5.2.
 
@@ -1048,6 +1052,8 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         Raises:
             ValueError: `current_ensemble` (not adhering) does not have `ensemble_size` members.
         """
+        if exclude is None:
+            exclude = ()
         self._tick()
         _check_sizes(ensemble_size, write_quorum, ack_quorum)
         if rng is None:
@@ -1462,8 +1468,10 @@ class RackawarePolicy(RackawarePolicyImpl):
     _RETRIED = "retried on the stabilized topology"
 
     def new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
-                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] = (), *,
+                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] | None = (), *,
                      rng: random.Random | None = None) -> PlacementResult:
+        if exclude is None:
+            exclude = ()
         exclude = tuple(exclude)
         try:
             return super().new_ensemble(ensemble_size, write_quorum, ack_quorum, custom_metadata, exclude,
@@ -1478,8 +1486,10 @@ class RackawarePolicy(RackawarePolicyImpl):
 
     def replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
                        custom_metadata: Mapping[str, bytes] | None, current_ensemble: Sequence[str],
-                       bookie_to_replace: str, exclude: Iterable[str] = (), *,
+                       bookie_to_replace: str, exclude: Iterable[str] | None = (), *,
                        rng: random.Random | None = None) -> PlacementResult:
+        if exclude is None:
+            exclude = ()
         exclude = tuple(exclude)
         try:
             return super().replace_bookie(ensemble_size, write_quorum, ack_quorum, custom_metadata,
@@ -1493,8 +1503,10 @@ class RackawarePolicy(RackawarePolicyImpl):
                                     rng=rng)
         return self._retried(first_error, result)
 
-    def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str],
+    def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str] | None,
                           current_ensemble: Sequence[str], *, rng: random.Random | None = None) -> PlacementResult:
+        if exclude is None:
+            exclude = ()
         exclude = tuple(exclude)
         if rng is None:
             rng = random.Random(0)

@@ -515,7 +515,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         return disallowed
 
     def new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
-                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] = (), *,
+                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] | None = (), *,
                      rng: random.Random | None = None) -> PlacementResult:
         """Choose `ensemble_size` bookies spread over regions (spec §1.2-§1.4).
 
@@ -526,6 +526,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
             ValueError: the quorum sizes fail BookKeeper's checks (§1.2).
             NotEnoughBookiesError: the bookies left after exclusions cannot form the ensemble.
         """
+        if exclude is None:
+            exclude = ()
         self._tick()
         rng = rng if rng is not None else random.Random(0)
         disabled = self.is_durability_disabled()
@@ -999,7 +1001,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
 
     def replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
                        custom_metadata: Mapping[str, bytes] | None, current_ensemble: Sequence[str],
-                       bookie_to_replace: str, exclude: Iterable[str] = (), *,
+                       bookie_to_replace: str, exclude: Iterable[str] | None = (), *,
                        rng: random.Random | None = None) -> PlacementResult:
         """Replace one bookie: same rack, else same region, else any allowed region (spec §2.1).
 
@@ -1011,6 +1013,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
             ValueError: `bookie_to_replace` is not in a non-empty `current_ensemble`.
             NotEnoughBookiesError: no eligible bookie in any allowed region.
         """
+        if exclude is None:
+            exclude = ()
         self._tick()
         rng = rng if rng is not None else random.Random(0)
         current = list(current_ensemble)
@@ -1206,7 +1210,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
         racks = {self.known[b] for b in set(acked) if b in self.known}
         return len(racks) >= min(write_quorum, self.settings.min_racks_per_write_quorum)
 
-    def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str],
+    def replace_to_adhere(self, ensemble_size: int, write_quorum: int, ack_quorum: int, exclude: Iterable[str] | None,
                           current_ensemble: Sequence[str], *, rng: random.Random | None = None) -> PlacementResult:
         """Repair a non-adhering ensemble with as few replacements as this search finds.
 
@@ -1221,6 +1225,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
 
         BK bug fixed (apache/bookkeeper#1898): Java returns the current ensemble unchanged as MEETS_STRICT.
         """
+        if exclude is None:
+            exclude = ()
         self._tick()
         rng = rng if rng is not None else random.Random(0)
         ensemble = list(current_ensemble)

@@ -535,7 +535,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
     # -- new_ensemble -----------------------------------------------------------------------------
 
     def new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
-                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] = (), *,
+                     custom_metadata: Mapping[str, bytes] | None = None, exclude: Iterable[str] | None = (), *,
                      rng: random.Random | None = None) -> PlacementResult:
         """Choose `ensemble_size` bookies (spec §3.3), retrying on the stabilized cluster (§3.8).
 
@@ -544,6 +544,8 @@ class ZoneawarePolicy(TopologyAwarePolicy):
                 `write_quorum <= minNumZonesPerWriteQuorum` (BookKeeper's IllegalArgumentException).
             NotEnoughBookiesError: no bookie can fill some position under the zone rules.
         """
+        if exclude is None:
+            exclude = ()
         _check_sizes(ensemble_size, write_quorum)
         if self.strict:
             if ensemble_size % write_quorum != 0:
@@ -863,7 +865,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
 
     def replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
                        custom_metadata: Mapping[str, bytes] | None, current_ensemble: Sequence[str],
-                       bookie_to_replace: str, exclude: Iterable[str] = (), *,
+                       bookie_to_replace: str, exclude: Iterable[str] | None = (), *,
                        rng: random.Random | None = None) -> PlacementResult:
         """Choose a replacement for `bookie_to_replace` (spec §3.5), retrying on the stabilized cluster.
 
@@ -874,6 +876,8 @@ class ZoneawarePolicy(TopologyAwarePolicy):
             ValueError: `bookie_to_replace` is not in a non-empty `current_ensemble`.
             NotEnoughBookiesError: no bookie may take the slot.
         """
+        if exclude is None:
+            exclude = ()
         _check_sizes(max(ensemble_size, 1), write_quorum)
         current = list(current_ensemble)
         if current:
