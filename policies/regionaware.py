@@ -125,10 +125,11 @@ class _DirectPlan:
     Everything here follows from the request's sizes, the available regions, the round-robin position
     and the membership (the plans are dropped when membership changes), never from the draws.
     `shares` is one `(region, sub-policy, bookies, multi_rack, scope)` per region that takes bookies, in
-    visiting order; `adherence` is filled by the first placement (durability enforced -> answer).
+    visiting order; `adherence` is filled by the first placement (durability enforced -> answer);
+    `short` tells whether some region's share exceeds its writable bookies.
     """
 
-    __slots__ = ("shares", "allocation", "fallbacks", "last_index", "adherence")
+    __slots__ = ("shares", "allocation", "fallbacks", "last_index", "adherence", "short")
 
     def __init__(self, shares: list[tuple[str, RackawarePolicy, int, bool, str]], allocation: dict[str, int],
                  fallbacks: list[str], last_index: int) -> None:
@@ -137,6 +138,7 @@ class _DirectPlan:
         self.fallbacks = fallbacks
         self.last_index = last_index
         self.adherence: dict[bool, Adherence] = {}
+        self.short = any(size > len(sub.known) for _, sub, size, _, _ in shares)
 
 
 class _RegionKeys(dict):  # type: ignore[type-arg]
@@ -830,9 +832,10 @@ class RegionawarePolicy(TopologyAwarePolicy):
         plan = self._direct_plan(ensemble_size, write_quorum, ack_quorum, min_regions, available)
         if plan is None:
             return None
-        for region, sub, size, _, _ in plan.shares:
-            if size > len(sub.known) - per_region.get(region, 0) and size > self._region_capacity(sub, excluded):
-                return None  # the loop skips that attempt without drawing; give up before drawing too
+        if per_region or plan.short:
+            for region, sub, size, _, _ in plan.shares:
+                if size > len(sub.known) - per_region.get(region, 0) and size > self._region_capacity(sub, excluded):
+                    return None  # the loop skips that attempt without drawing; give up before drawing too
         chosen: list[str] = []
         steps: list[dict[str, Any]] = []
         uniform = not self.settings.disk_weighted
