@@ -71,10 +71,11 @@ def serve_until_stopped(query: Any, signals: StopSignals, grace_s: float, *, pol
                         sleep: Callable[[float], None] = time.sleep) -> str | None:
     """Wait while `query` (a StreamingQuery) runs; on a stop request, stop it between micro-batches.
 
-    The query stops in the first moment no micro-batch runs, waiting up to `grace_s` seconds for it
-    (a second signal ends the wait). A job that is behind runs micro-batches back to back: it waits
-    the whole grace period, and the micro-batch then running is cut short (Spark and pyspark log
-    its cancellation) and retried from the checkpoint on the next start.
+    The query stops in the first moment no micro-batch runs, or as soon as the micro-batch in
+    progress when the stop was asked for has completed, waiting up to `grace_s` seconds (a second
+    signal ends the wait). A job that is behind runs micro-batches back to back, so the next one has
+    usually begun by then: it is cut short at its start (Spark and pyspark log its cancellation) and
+    retried from the checkpoint on the next start, as is a micro-batch still running at the deadline.
 
     Returns:
         The name of the signal that stopped the query; None when the query ended by itself.
@@ -89,7 +90,10 @@ def serve_until_stopped(query: Any, signals: StopSignals, grace_s: float, *, pol
     log.info("%s received: stopping after the micro-batch in progress (waiting up to %g s; send it again to "
              "stop at once)", name, grace_s)
     deadline = clock() + grace_s
+    in_progress = _completed_batch(query)
     while query.isActive and query.status.get("isTriggerActive") and not signals.hurried:
+        if _completed_batch(query) != in_progress:
+            break
         if clock() >= deadline:
             log.info("the micro-batch in progress did not finish within engine.stopGraceSeconds=%g; stopping it "
                      "(it is retried from the checkpoint on the next start)", grace_s)
@@ -99,6 +103,12 @@ def serve_until_stopped(query: Any, signals: StopSignals, grace_s: float, *, pol
     query.stop()
     log.info("stopped on %s", name)
     return name
+
+
+def _completed_batch(query: Any) -> int | None:
+    """The id of the query's last completed micro-batch (None before the first)."""
+    progress = query.lastProgress
+    return None if progress is None else progress["batchId"]
 
 
 __all__ = ["STOPPING", "StopSignals", "serve_until_stopped"]

@@ -12,11 +12,13 @@ from streaming.shutdown import StopSignals, serve_until_stopped
 
 
 class FakeQuery:
-    """A StreamingQuery whose micro-batch stays active for `active_polls` status polls."""
+    """A StreamingQuery whose micro-batch stays active for `active_polls` status polls; with
+    `batch_polls`, micro-batches run back to back, one completing every `batch_polls` status polls."""
 
-    def __init__(self, signals, *, active_polls=0, ends_by_itself_after=None, signal_at_wait=1):
+    def __init__(self, signals, *, active_polls=0, ends_by_itself_after=None, signal_at_wait=1, batch_polls=None):
         self.signals = signals
         self.active_polls = active_polls
+        self.batch_polls = batch_polls
         self.ends_by_itself_after = ends_by_itself_after
         self.signal_at_wait = signal_at_wait
         self.waits = 0
@@ -39,6 +41,12 @@ class FakeQuery:
     def status(self):
         self.polls += 1
         return {"isTriggerActive": self.polls <= self.active_polls, "message": "", "isDataAvailable": True}
+
+    @property
+    def lastProgress(self):  # noqa: N802 - Spark's name
+        if self.batch_polls is None:
+            return {"batchId": 41}
+        return {"batchId": 41 + self.polls // self.batch_polls}
 
     def stop(self):
         self.stopped = True
@@ -87,6 +95,17 @@ def test_micro_batches_running_past_the_grace_period_are_cut_short_at_its_end(ca
         serve_until_stopped(query, signals, 2, clock=clock, sleep=clock.sleep)
     assert query.stopped and 2 <= clock.now < 2.1
     assert "did not finish within engine.stopGraceSeconds=2" in caplog.text
+
+
+def test_a_job_that_is_behind_stops_once_the_micro_batch_in_progress_completes(caplog):
+    """Micro-batches run back to back (never a moment without one): the query stops right after the
+    one running at the request completes, not at the end of the grace period."""
+    signals, clock = StopSignals(()), FakeClock()
+    query = FakeQuery(signals, active_polls=10_000, batch_polls=7)
+    with caplog.at_level(logging.INFO, logger="placement-engine"):
+        serve_until_stopped(query, signals, 20, clock=clock, sleep=clock.sleep)
+    assert query.stopped and query.polls == 7 and clock.now < 1
+    assert "did not finish" not in caplog.text
 
 
 def test_a_second_signal_stops_at_once():
