@@ -35,7 +35,7 @@ from .location import DEFAULT_REGION_AND_RACK, ROOT, UNKNOWN_REGION
 from .provenance import RULE_REGIONS, failed, fixed, no_fix, unavailable
 from .rackaware import RackawarePolicy
 from .resolver import LocationResolver
-from .selection import WeightedSelector, pick_uniform
+from .selection import WeightedSelector, lazy_shuffle, pick_uniform
 from .settings import PlacementSettings
 
 POLICY_NAME = "regionaware"
@@ -1218,13 +1218,14 @@ class RegionawarePolicy(TopologyAwarePolicy):
         """Repair a non-adhering ensemble with as few replacements as this search finds.
 
         An ensemble that does not FAIL is returned unchanged with its adherence. Otherwise, in rounds:
-        every position not yet changed is tried with `replace_bookie` (same rack, region, then other
-        regions); a candidate that does not adhere has its whole rack excluded and the position is
-        tried again (adherence depends only on the candidate's rack). The first round that makes the
-        ensemble adhere wins (MEETS_STRICT before MEETS_SOFT, then the earliest position); otherwise the
-        replacement that brings the ensemble closest to the hard rules (fewest missing racks, regions
-        and surplus copies over all write sets) is kept and another round runs. No improvement: FAIL
-        with an empty ensemble. Cost: up to E rounds x E positions x (racks + 1) replacements.
+        every position not yet changed is tried with one candidate per rack, in the order
+        `replace_bookie` looks (the member's rack, the other racks of its region, then the racks of the
+        other allowed regions; see `_one_per_rack`): adherence depends only on the candidate's rack.
+        The first round that makes the ensemble adhere wins (MEETS_STRICT before MEETS_SOFT, then the
+        earliest position); otherwise the replacement that brings the ensemble closest to the hard rules
+        (fewest missing racks, regions and surplus copies over all write sets) is kept and another round
+        runs. No improvement: FAIL with an empty ensemble. Cost: up to E rounds x E positions x
+        (bookies + racks x E x W).
 
         BK bug fixed (apache/bookkeeper#1898): Java returns the current ensemble unchanged as MEETS_STRICT.
         """
@@ -1242,34 +1243,33 @@ class RegionawarePolicy(TopologyAwarePolicy):
         excluded = set(exclude)
         if excluded:
             explain["excluded"]["caller"] = sorted(excluded)
+        if self.settings.enforce_min_racks:
+            excluded.update(self.topology.bookies_in(self.default_location))
         missing = sum(deficit for deficit, _ in deficits)
         changed: list[int] = []
         for _ in range(len(ensemble)):
+            deficits = self._deficits(ensemble, write_quorum, ack_quorum)
+            base = sum(deficit for deficit, _ in deficits)
             adhering: tuple[int, int, list[str]] | None = None  # (-adherence, position, ensemble)
             improving: tuple[int, int, list[str]] | None = None  # (total deficit, position, ensemble)
             for position in range(len(ensemble)):
                 if position in changed:
                     continue
-                tried: set[str] = set()
-                while True:
-                    try:
-                        result = self.replace_bookie(ensemble_size, write_quorum, ack_quorum, None, ensemble,
-                                                     ensemble[position], excluded | tried, rng=rng)
-                    except NotEnoughBookiesError:
-                        break
-                    if result.adherence != Adherence.FAIL:
-                        key = (-int(result.adherence), position, result.ensemble)
+                for bookie in self._one_per_rack(ensemble, position, excluded, write_quorum, ack_quorum, rng):
+                    trial = list(ensemble)
+                    trial[position] = bookie
+                    # A write set short of the hard rules is what makes an ensemble FAIL.
+                    total = self._total_deficit(trial, position, deficits, base, write_quorum, ack_quorum)
+                    found = self.is_ensemble_adhering(trial, write_quorum, ack_quorum) if not total else Adherence.FAIL
+                    if found != Adherence.FAIL:
+                        key = (-int(found), position, trial)
                         if adhering is None or key[:2] < adhering[:2]:
                             adhering = key
-                        if result.adherence == Adherence.MEETS_STRICT:
+                        if found == Adherence.MEETS_STRICT:
                             break
                     else:
-                        total = sum(d for d, _ in self._deficits(result.ensemble, write_quorum, ack_quorum))
                         if improving is None or total < improving[0]:
-                            improving = (total, position, result.ensemble)
-                    # Adherence depends only on the candidate's rack: try another rack next.
-                    rack = self.known.get(result.bookie)
-                    tried.update(self.topology.bookies_in(rack) if rack is not None else (result.bookie,))
+                            improving = (total, position, trial)
                 if adhering is not None and adhering[0] == -int(Adherence.MEETS_STRICT):
                     break
             if adhering is not None:
@@ -1285,6 +1285,74 @@ class RegionawarePolicy(TopologyAwarePolicy):
                                         "the ensemble is closer to adhering but still fails")
         explain["fallbacks"].append("no replacement makes the ensemble adhere")
         return PlacementResult([], Adherence.FAIL, explain=explain)
+
+    def _total_deficit(self, trial: list[str], position: int, deficits: list[tuple[int, bool]], total: int,
+                       write_quorum: int, ack_quorum: int) -> int:
+        """The summed deficit of `trial`, an ensemble whose `deficits` (summing to `total`) changed at
+        `position` only: the write sets holding that position are worked out again. Cost O(W x W)."""
+        size = len(trial)
+        if write_quorum >= size:
+            return sum(d for d, _ in self._deficits(trial, write_quorum, ack_quorum))
+        min_regions = self.min_regions if self.is_durability_enforced() else 0
+        for first in range(position - write_quorum + 1, position + 1):
+            first %= size
+            members = {trial[(first + j) % size] for j in range(write_quorum)}
+            total += self._write_set_deficit(members, write_quorum, ack_quorum, min_regions, 0)[0] - deficits[first][0]
+        return total
+
+    def _one_per_rack(self, ensemble: list[str], position: int, excluded: set[str], write_quorum: int,
+                      ack_quorum: int, rng: random.Random) -> Iterator[str]:
+        """Replacements for `ensemble[position]`, one random eligible bookie per rack, racks in the order
+        `replace_bookie` reaches them: the member's own rack, the other racks of its region (shuffled),
+        then the racks of the other allowed regions (shuffled), these only when the region-level
+        durability rule admits them while `replace_bookie` would enforce it (built as it builds it).
+
+        Eligible: a writable bookie of an allowed region, not in `excluded` nor in the ensemble. Only
+        live bookies are offered (`replace_bookie` may fall back to a departed one still in the
+        stabilized view; a fix should not). Cost: O(bookies + racks), one draw per rack offered and
+        per shuffled rack.
+        """
+        member = ensemble[position]
+        taken = set(ensemble)
+        enforce = self.durability_in_replace and not self.is_durability_disabled()
+        coverage: CoverageEnsemble | None = None
+        if enforce:
+            coverage = CoverageEnsemble(len(ensemble), write_quorum, ack_quorum,
+                                        self.settings.min_racks_per_write_quorum, self._region_keys.__getitem__,
+                                        regions=self._regions, min_durability=self.min_regions)
+            for other in ensemble:
+                if other == member:
+                    continue
+                if not coverage.apply(other, coverage):
+                    coverage = None            # an anomalous ensemble: replace_bookie stops enforcing too
+                    break
+                coverage.add_node(other)
+        region = self.region_of_bookie(member)
+        disallowed = set(self.disallowed_regions())
+        by_region: dict[str, list[str]] = {}
+        for rack in self.topology.racks():
+            by_region.setdefault(region_of_location(rack), []).append(rack)
+        order: list[str] = []
+        if region in self._regions and region not in disallowed:
+            own = self.location_of(member)
+            order.extend(rack for rack in (own,) if rack in by_region.get(region, ()))
+            order.extend(lazy_shuffle(rng, [rack for rack in by_region.get(region, ()) if rack != own]))
+        crossing = len(order)
+        others = [rack for name in self._regions if name != region and name not in disallowed
+                  for rack in by_region.get(name, ())]
+        order.extend(lazy_shuffle(rng, others))
+        admitted: dict[str, bool] = {}
+        for index, rack in enumerate(order):
+            candidates = [b for b in self.topology.bookies_in(rack) if b not in excluded and b not in taken]
+            if not candidates:
+                continue
+            if index >= crossing and coverage is not None:
+                name = self.region_of[candidates[0]]
+                if name not in admitted:
+                    admitted[name] = coverage.apply(candidates[0], coverage)
+                if not admitted[name]:
+                    continue
+            yield candidates[int(rng.random() * len(candidates))]
 
     # -- relaxation fixes (issue 5) ----------------------------------------------------------------
 

@@ -168,3 +168,95 @@ def test_an_ensemble_that_cannot_be_repaired_fails_with_no_ensemble():
     result = policy.replace_to_adhere(2, 2, 2, (), ids("a00", "a01"))
     assert (result.ensemble, result.adherence) == ([], Adherence.FAIL)
     assert result.explain["fallbacks"][-1] == "no replacement makes the ensemble adhere"
+
+
+def _random_policy(seed: int):
+    """A random region-aware cluster and configuration (durability, enforcement, racks per quorum),
+    with some bookies not writable; returns the policy and every bookie id it may be asked about."""
+    g = random.Random(seed)
+    layout = {f"r{r}-{k}-{n}:3181": f"/region{r}/rack{k}" for r in range(g.choice([1, 2, 3, 4]))
+              for k in range(g.choice([1, 2, 3])) for n in range(g.choice([1, 2, 3]))}
+    conf = {"minNumRacksPerWriteQuorum": g.choice([1, 2, 3])}
+    if g.random() < 0.5:
+        conf.update(reppRegionsToWrite="region0;region1;region2;region3",
+                    reppMinimumRegionsForDurability=g.choice([1, 2, 3]))
+    if g.random() < 0.3:
+        conf["enforceMinNumRacksPerWriteQuorum"] = "true"
+    bookies = [*sorted(layout), "unmapped:3181", "gone:3181"]
+    policy, _ = make_policy(layout, writable=[x for x in bookies[:-1] if g.random() > 0.1], **conf)
+    return policy, bookies, g
+
+
+def test_a_write_set_short_of_the_hard_rules_is_exactly_what_makes_an_ensemble_fail():
+    """The repair judges a candidate by its deficits (cheap to update for one changed position) and asks
+    `is_ensemble_adhering` only when none is left: the two must agree on FAIL, over random clusters,
+    configurations and ensembles (unknown and non-writable members included)."""
+    for seed in range(150):
+        policy, bookies, g = _random_policy(seed)
+        for _ in range(40):
+            size = g.randint(1, min(8, len(bookies)))
+            write_quorum = g.randint(1, size)
+            ack_quorum = g.randint(1, write_quorum)
+            ensemble = g.sample(bookies, size)
+            deficit = sum(d for d, _ in policy._deficits(ensemble, write_quorum, ack_quorum))
+            failing = policy.is_ensemble_adhering(ensemble, write_quorum, ack_quorum) == Adherence.FAIL
+            assert failing == (deficit > 0), (seed, ensemble, write_quorum, ack_quorum)
+
+
+def test_the_deficit_of_a_one_position_change_is_updated_exactly():
+    for seed in range(150):
+        policy, bookies, g = _random_policy(seed)
+        for _ in range(40):
+            size = g.randint(2, min(9, len(bookies)))
+            write_quorum = g.randint(1, size)
+            ack_quorum = g.randint(1, write_quorum)
+            ensemble = g.sample(bookies, size)
+            deficits = policy._deficits(ensemble, write_quorum, ack_quorum)
+            position = g.randrange(size)
+            trial = list(ensemble)
+            trial[position] = g.choice([x for x in bookies if x not in ensemble] or [ensemble[position]])
+            expected = sum(d for d, _ in policy._deficits(trial, write_quorum, ack_quorum))
+            got = policy._total_deficit(trial, position, deficits, sum(d for d, _ in deficits), write_quorum,
+                                        ack_quorum)
+            assert got == expected, (seed, ensemble, trial, write_quorum, ack_quorum)
+
+
+def test_repairs_offer_only_live_eligible_bookies_of_allowed_regions():
+    """The repair offers what `replace_bookie` could return: writable bookies, not excluded, not already
+    in the ensemble, in a region not switched off."""
+    features: dict[str, int] = {"c.disallow": 1}
+    cluster = grid({"a": 3, "b": 3, "c": 3}, bookies_per_rack=2)
+    policy, _ = make_policy(cluster, features=features, reppDisallowBookiePlacementInRegionFeatureName="disallow",
+                            writable=[x for x in cluster if x != b("b10")])
+    broken = ids("a00", "a01", "b00")                 # a00 and a01 share rack /a/r0
+    for seed in range(30):
+        result = policy.replace_to_adhere(3, 2, 2, [b("a10")], broken, rng=random.Random(seed))
+        assert result.adherence != Adherence.FAIL
+        new = set(result.ensemble) - set(broken)
+        assert new and not new & {b("a10"), b("b10")}
+        assert not any(x.startswith("c-") for x in new)
+        assert len(set(result.ensemble)) == 3
+
+
+def test_the_repair_of_a_large_cluster_tries_each_rack_once_per_position(monkeypatch):
+    """2,000 bookies on 120 racks, an ensemble whose neighbours share a rack (only MEETS_SOFT is
+    reachable without durability, so every rack is tried): the search no longer calls `replace_bookie`,
+    which walked every excluded bookie of the region once per rack tried (about a second per ledger,
+    for every ledger the audit re-examines after a join)."""
+    layout = {f"bk{i}:3181": f"/reg{i % 3}/rack{i % 40}" for i in range(2000)}
+    policy, _ = make_policy(layout)
+    ensemble = sorted((x for x, where in layout.items() if where.startswith("/reg0/")),
+                      key=lambda x: (layout[x], x))[:4]
+    offered = []
+    original = type(policy)._one_per_rack
+
+    def counting(self, *args):
+        for bookie in original(self, *args):
+            offered.append(bookie)
+            yield bookie
+
+    monkeypatch.setattr(type(policy), "_one_per_rack", counting)
+    monkeypatch.setattr(type(policy), "replace_bookie", None)
+    result = policy.replace_to_adhere(4, 2, 2, (), ensemble, rng=random.Random(1))
+    assert result.adherence == Adherence.MEETS_SOFT
+    assert len(offered) <= 4 * 4 * 120       # rounds x positions x racks
