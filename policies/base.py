@@ -106,6 +106,11 @@ class TopologyAwarePolicy:
         """A feature switch is on when its availability is > 0 (missing = off)."""
         return bool(name) and int(self.features.get(name, 0) or 0) > 0
 
+    def reads_feature(self, name: str) -> bool:
+        """Whether the feature `name` can change any answer of this policy (only the region-aware one
+        reads features), so that the engine re-checks ledgers only for switches that matter."""
+        return False
+
     # -- membership -----------------------------------------------------------------------------
 
     def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:

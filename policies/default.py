@@ -75,6 +75,10 @@ class DefaultPolicy:
     def on_bookie_rack_change(self, bookies: Iterable[str]) -> None:
         """Locations do not matter to the default policy."""
 
+    def reads_feature(self, name: str) -> bool:
+        """No feature changes the default policy's answers."""
+        return False
+
     def update_rack_info(self, rack_info: RackInfo) -> None:
         """Kept in the resolver for consistency; locations do not matter to the default policy."""
         if self.resolver is not None:

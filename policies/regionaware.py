@@ -285,6 +285,12 @@ class RegionawarePolicy(TopologyAwarePolicy):
         feature = self.settings.disallow_region_feature
         return feature is not None and self.is_feature_on(f"{region}.{feature}")
 
+    def reads_feature(self, name: str) -> bool:
+        """The disable-durability switch and the per-region disallow switches (`<region>.<name>`)."""
+        disallow = self.settings.disallow_region_feature
+        return name == self.settings.disable_durability_feature or (
+            disallow is not None and name.endswith("." + disallow))
+
     def is_durability_disabled(self) -> bool:
         """The disable-durability feature (`reppDisableDurabilityFeatureName`) is on (spec §1.5)."""
         return self.is_feature_on(self.settings.disable_durability_feature)

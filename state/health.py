@@ -222,23 +222,26 @@ class TopologyHealth:
         return health
 
 
-def changed_bookies(record: Any, before: tuple[set[str], set[str]], model: Any) -> tuple[set[str], bool, bool]:
+def changed_bookies(record: Any, before: tuple[set[str], set[str], int], model: Any) -> tuple[set[str], bool, bool]:
     """What a cluster event changed, for the re-checks: (touched bookies, improving, wide).
 
     Args:
         record: the event just applied.
         before: the model's (writable, readonly) set objects from before the event (a
-            `cluster_view` replaces them, so holding the old objects costs nothing).
+            `cluster_view` replaces them, so holding the old objects costs nothing) and its version.
         model: the model after the event.
 
     `improving` is True when the event can make placements possible again (a bookie becomes
     writable, a location or a feature changes); `wide` when it concerns every ledger (a feature).
+    A feature counts only when its value changed and the policy reads it (`reads_feature`): a switch
+    republished unchanged, or one the policy never reads, re-checks nothing.
     Cost: O(1), O(changed bookies) for a view, O(writable) for a location keyed by host.
     """
     if isinstance(record, FeatureSet):
-        return set(), True, True
+        matters = model.version != before[2] and model.policy.reads_feature(record.name)
+        return set(), matters, matters
     if isinstance(record, ClusterView):
-        old_writable, old_readonly = before
+        old_writable, old_readonly, _ = before
         if old_writable is model.writable and old_readonly is model.readonly:
             return set(), False, False
         touched = (old_writable ^ model.writable) | (old_readonly ^ model.readonly)
@@ -256,7 +259,7 @@ def changed_bookies(record: Any, before: tuple[set[str], set[str]], model: Any) 
     return set(), False, False
 
 
-def after_record(model: Any, record: Any, before: tuple[set[str], set[str]] | None, *,
+def after_record(model: Any, record: Any, before: tuple[set[str], set[str], int] | None, *,
                  emit_health: bool = True) -> list[Output]:
     """Health checks, then ledger re-checks, after one record (an event or a request) was applied.
 

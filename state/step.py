@@ -134,7 +134,7 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
             # (`after_record` observes nothing for a request: it changes no topology.)
             result.extend(answer(model, record))
         else:
-            before = (model.writable, model.readonly)
+            before = (model.writable, model.readonly, model.version)
             alerts = model.apply(record)
             if emit_events:
                 result.extend(alerts)

@@ -85,3 +85,43 @@ def test_features_reach_the_policy_and_count_as_changes():
     runner.run(feature(3, "region2.disallowBookies", 0))
     assert runner.model.features == {"region2.disallowBookies": 0}
     assert runner.model.version == version + 2
+
+
+def _wide_rechecks(runner, monkeypatch):
+    """Records, for every re-check the audit is asked for, whether it covered every ledger."""
+    calls = []
+    original = type(runner.model.audit).on_topology_change
+
+    def recording(self, view, touched, time_ms, **kwargs):
+        calls.append(kwargs.get("wide", False))
+        return original(self, view, touched, time_ms, **kwargs)
+
+    monkeypatch.setattr(type(runner.model.audit), "on_topology_change", recording)
+    return calls
+
+
+def test_only_a_changed_feature_the_policy_reads_rechecks_every_ledger(monkeypatch):
+    """Re-checking every remembered ledger (up to engine.audit.maxLedgers) is worth it only when the
+    switch can change an answer: a region-aware policy reads its durability and disallow switches,
+    nothing reads any other name, and a switch republished with the same value changes nothing."""
+    conf = {"ensemblePlacementPolicy": "regionaware", "reppDisallowBookiePlacementInRegionFeatureName": "disallow",
+            "minNumRacksPerWriteQuorum": "2"}
+    runner = Runner(conf)
+    runner.run(*[writable(0, f"{r}{k}:3181", f"/{r}/rack{k}") for r in ("x", "y", "z") for k in (1, 2)])
+    runner.run(create(1_000, "r", 3, 2, 2, ledger_id=8))
+    wide = _wide_rechecks(runner, monkeypatch)
+    runner.run(feature(2_000, "unrelated.switch", 1))
+    runner.run(feature(2_100, "x.disallow", 1))
+    runner.run(feature(2_200, "x.disallow", 1))
+    runner.run(feature(2_300, "repp_disable_durability_enforcement", 1))
+    assert wide == [True, True]
+
+
+def test_no_feature_rechecks_ledgers_under_a_policy_that_reads_none(monkeypatch):
+    runner = Runner({"ensemblePlacementPolicy": "rackaware"})
+    runner.run(writable(0, A, "/r1"), writable(0, "b:3181", "/r2"))
+    runner.run(create(1_000, "r", 2, 2, 2, ledger_id=1))
+    wide = _wide_rechecks(runner, monkeypatch)
+    runner.run(feature(2_000, "x.disallowBookies", 1), feature(2_100, "repp_disable_durability_enforcement", 1))
+    assert wide == []
+    assert runner.model.features == {"x.disallowBookies": 1, "repp_disable_durability_enforcement": 1}
