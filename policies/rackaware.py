@@ -352,6 +352,10 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             def accept(bookie: str) -> bool:
                 return bookie not in exclude
         else:
+            if (type(predicate) is CoverageEnsemble and not predicate.min_durability
+                    and self.topology.num_racks < min(predicate.write_quorum, predicate.min_racks)
+                    and not self._some_rack_accepted(key, exclude, predicate, ensemble)):
+                return None
             apply = predicate.apply
 
             def accept(bookie: str) -> bool:
@@ -360,6 +364,31 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             return pick_uniform(rng, leaves, accept)
         # Java raises at once when every leaf is excluded; the pick returns None then, same outcome.
         return self._weighted_pick(key, leaves, rng, accept)
+
+    def _some_rack_accepted(self, key: Any, exclude: set[str], coverage: CoverageEnsemble, ensemble: Any) -> bool:
+        """Whether `coverage` accepts a bookie of some rack of the scope `key` (a rack, the root, or a
+        tuple of racks to avoid); asked where every rack may be refused: fewer racks than a write set
+        needs, as during a rack outage.
+
+        The rack rule sees racks only, and a parent (region-level) predicate sees the region every
+        bookie of this policy shares, so one bookie per rack, not excluded nor already chosen, answers
+        for its rack. When no rack is accepted the pick is refused without walking, and drawing for,
+        every bookie of the scope (O(bookies) per position, every position of every request while
+        the outage lasts). Cost: O(racks + excluded bookies of those racks).
+        """
+        racks = self.topology.racks()
+        if type(key) is tuple:
+            avoid = set(key)
+            racks = [rack for rack in racks if rack not in avoid]
+        elif key != ROOT:
+            racks = [rack for rack in racks if rack == key or rack.startswith(key + "/")]
+        for rack in racks:
+            for bookie in self.topology.bookies_in(rack):
+                if bookie not in exclude and bookie not in coverage:
+                    if coverage.apply(bookie, ensemble):
+                        return True
+                    break
+        return False
 
     def _record(self, bookie: str, exclude: set[str], ensemble: Any) -> str:
         if ensemble.add_node(bookie):
