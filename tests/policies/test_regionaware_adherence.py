@@ -187,38 +187,37 @@ def _random_policy(seed: int):
     return policy, bookies, g
 
 
+def _random_cases(smallest: int):
+    """(policy, bookies, generator, ensemble, W, A): 40 random ensembles of `smallest`-9 members on each
+    of 150 random clusters."""
+    for seed in range(150):
+        policy, bookies, g = _random_policy(seed)
+        for _ in range(40):
+            size = g.randint(smallest, min(9, len(bookies)))
+            write_quorum = g.randint(1, size)
+            yield policy, bookies, g, g.sample(bookies, size), write_quorum, g.randint(1, write_quorum)
+
+
 def test_a_write_set_short_of_the_hard_rules_is_exactly_what_makes_an_ensemble_fail():
     """The repair judges a candidate by its deficits (cheap to update for one changed position) and asks
     `is_ensemble_adhering` only when none is left: the two must agree on FAIL, over random clusters,
     configurations and ensembles (unknown and non-writable members included)."""
-    for seed in range(150):
-        policy, bookies, g = _random_policy(seed)
-        for _ in range(40):
-            size = g.randint(1, min(8, len(bookies)))
-            write_quorum = g.randint(1, size)
-            ack_quorum = g.randint(1, write_quorum)
-            ensemble = g.sample(bookies, size)
-            deficit = sum(d for d, _ in policy._deficits(ensemble, write_quorum, ack_quorum))
-            failing = policy.is_ensemble_adhering(ensemble, write_quorum, ack_quorum) == Adherence.FAIL
-            assert failing == (deficit > 0), (seed, ensemble, write_quorum, ack_quorum)
+    for policy, _, _, ensemble, write_quorum, ack_quorum in _random_cases(1):
+        deficit = sum(d for d, _ in policy._deficits(ensemble, write_quorum, ack_quorum))
+        failing = policy.is_ensemble_adhering(ensemble, write_quorum, ack_quorum) == Adherence.FAIL
+        assert failing == (deficit > 0), (ensemble, write_quorum, ack_quorum)
 
 
 def test_the_deficit_of_a_one_position_change_is_updated_exactly():
-    for seed in range(150):
-        policy, bookies, g = _random_policy(seed)
-        for _ in range(40):
-            size = g.randint(2, min(9, len(bookies)))
-            write_quorum = g.randint(1, size)
-            ack_quorum = g.randint(1, write_quorum)
-            ensemble = g.sample(bookies, size)
-            deficits = policy._deficits(ensemble, write_quorum, ack_quorum)
-            position = g.randrange(size)
-            trial = list(ensemble)
-            trial[position] = g.choice([x for x in bookies if x not in ensemble] or [ensemble[position]])
-            expected = sum(d for d, _ in policy._deficits(trial, write_quorum, ack_quorum))
-            got = policy._total_deficit(trial, position, deficits, sum(d for d, _ in deficits), write_quorum,
-                                        ack_quorum)
-            assert got == expected, (seed, ensemble, trial, write_quorum, ack_quorum)
+    for policy, bookies, g, ensemble, write_quorum, ack_quorum in _random_cases(2):
+        deficits = policy._deficits(ensemble, write_quorum, ack_quorum)
+        position = g.randrange(len(ensemble))
+        trial = list(ensemble)
+        trial[position] = g.choice([x for x in bookies if x not in ensemble] or [ensemble[position]])
+        expected = sum(d for d, _ in policy._deficits(trial, write_quorum, ack_quorum))
+        got = policy._total_deficit(trial, position, deficits, sum(d for d, _ in deficits), write_quorum,
+                                    ack_quorum)
+        assert got == expected, (ensemble, trial, write_quorum, ack_quorum)
 
 
 def test_repairs_offer_only_live_eligible_bookies_of_allowed_regions():
