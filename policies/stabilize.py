@@ -50,7 +50,7 @@ class StabilizedTopology(NetworkTopology):
             because a live bookie of another depth arrived; it leaves `pending` when its delay ends.
     """
 
-    __slots__ = ("period_s", "pending", "set_aside", "_now")
+    __slots__ = ("period_s", "pending", "set_aside", "_now", "_earliest")
 
     def __init__(self, period_s: float) -> None:
         super().__init__()
@@ -61,16 +61,19 @@ class StabilizedTopology(NetworkTopology):
         self.pending: dict[str, float] = {}
         self.set_aside: dict[str, str] = {}
         self._now: float | None = None
+        # No pending departure left before this time (s); a lower bound: cancelled ones may linger.
+        self._earliest = float("inf")
 
     # -- time ------------------------------------------------------------------------------------
 
     def advance(self, now: float) -> frozenset[str]:
         """Take the clock reading of the current public call; drop expired leaves; return them.
 
-        Cost: O(pending departures).
+        Cost: O(1) until the earliest pending departure is due, then O(pending departures). Every
+        public call of the policy advances it, so the common case must not walk the departures.
         """
         self._now = now
-        if not self.pending:
+        if not self.pending or now < self._earliest + self.period_s:
             return frozenset()
         period = self.period_s
         expired = [b for b, left_at in self.pending.items() if left_at + period <= now]
@@ -78,6 +81,7 @@ class StabilizedTopology(NetworkTopology):
             del self.pending[bookie]
             if self.set_aside.pop(bookie, None) is None:
                 NetworkTopology.remove(self, bookie)
+        self._earliest = min(self.pending.values(), default=float("inf"))
         return frozenset(expired)
 
     @property
@@ -137,7 +141,8 @@ class StabilizedTopology(NetworkTopology):
         """
         if bookie not in self or bookie in self.pending:
             return
-        self.pending[bookie] = self._now if self._now is not None else 0.0
+        left_at = self.pending[bookie] = self._now if self._now is not None else 0.0
+        self._earliest = min(self._earliest, left_at)
 
     def remove_now(self, bookie: str) -> None:
         """Remove a leaf immediately, pending or not (state restore, tests)."""
@@ -154,6 +159,7 @@ class StabilizedTopology(NetworkTopology):
         else:
             NetworkTopology.add(self, bookie, location)
         self.pending[bookie] = departed_at
+        self._earliest = min(self._earliest, departed_at)
 
     def copy(self) -> StabilizedTopology:
         other = StabilizedTopology(self.period_s)
@@ -163,6 +169,7 @@ class StabilizedTopology(NetworkTopology):
         other.pending = dict(self.pending)
         other.set_aside = dict(self.set_aside)
         other._now = self._now
+        other._earliest = self._earliest
         return other
 
     # -- snapshots -------------------------------------------------------------------------------
@@ -191,6 +198,7 @@ class StabilizedTopology(NetworkTopology):
         for a live leaf of another depth (tests only)."""
         super().check_invariants()
         assert self.set_aside.keys() <= self.pending.keys(), "a set-aside leaf is not a pending departure"
+        assert all(left_at >= self._earliest for left_at in self.pending.values()), "a departure before _earliest"
         for bookie in self.pending:
             if bookie in self.set_aside:
                 assert bookie not in self, f"set-aside departure {bookie} is still in the tree"

@@ -177,6 +177,41 @@ def test_stabilized_topology_unit():
         StabilizedTopology(0)
 
 
+def test_departures_expire_at_their_own_times_whatever_the_order_of_changes():
+    """`advance` walks the departures only once the earliest is due (every public call of a policy
+    advances it); against a plain record of departure times, over random joins, departures, rejoins,
+    restores, copies and clock readings, the same leaves expire at the same readings."""
+    for seed in range(60):
+        g = random.Random(seed)
+        topology = StabilizedTopology(10)
+        reference: dict[str, float] = {}
+        now = 0.0
+        bookies = [f"b{i}" for i in range(8)]
+        for _ in range(120):
+            now += g.choice([0.0, 0.5, 3.0, 7.0])
+            expected = {b for b, left in reference.items() if left + 10 <= now}
+            for bookie in expected:
+                del reference[bookie]
+            assert topology.advance(now) == frozenset(expected), (seed, now)
+            bookie = g.choice(bookies)
+            op = g.random()
+            if op < 0.4:
+                topology.add(bookie, f"/r{g.randrange(3)}")
+                reference.pop(bookie, None)
+            elif op < 0.8:
+                if bookie in topology and bookie not in reference:
+                    reference[bookie] = now
+                topology.remove(bookie)
+            elif op < 0.9 and bookie not in topology:
+                left = now - g.choice([0.0, 4.0, 9.0])
+                topology.add_pending(bookie, f"/r{g.randrange(3)}", left)
+                reference[bookie] = left
+            else:
+                topology = topology.copy()
+            topology.check_invariants()
+            assert topology.pending == reference
+
+
 # -- locations of another depth (regression: the secondary refused them while departed leaves of the
 #    old depth, or the moving bookie's own delayed leaf, were still in its tree) -------------------------
 
