@@ -15,10 +15,12 @@ not use, adds them to (a copy of) the caller's exclusions and lets the rack-awar
   the secondary groups' bookies; if primary + secondary are still fewer, also writable bookies that
   belong to no group. Bookies of any other group are never eligible (unless also in a primary group).
 
-Fail closed (a deliberate difference from Pulsar): a ledger or client configuration naming a group
-that rack info does not have, group names that cannot be read, or a rack-info bookie id that is not
-a valid bookie id raise `IsolationGroupError`. Pulsar in those cases excludes nothing (or a partial
-set), which silently places isolated ledgers anywhere.
+A group named by the ledger or the client that rack info does not have holds no bookies, as in
+Pulsar: with no groups in rack info nothing is excluded, otherwise the fallbacks above admit other
+bookies (the explanation says which group was missing). `placement.isolation.failClosed=true` raises
+`IsolationGroupError` instead, so that a typo never places an isolated ledger outside its groups.
+Always refused (differences from Pulsar, which logs and uses what it built so far): group names
+that cannot be read, and a rack-info bookie id that is not a valid bookie id.
 
 Cost: the analysis of a (primary, secondary) pair is cached until membership or rack info changes,
 so a call costs O(excluded bookies) for the set union, not a scan of rack info.
@@ -179,10 +181,11 @@ class _GroupAnalysis:
     primary only; primary + secondary; primary + secondary + writable bookies in no group.
     """
 
-    __slots__ = ("primary", "secondary", "available_primary", "admitted_total", "_levels", "_parts", "_known")
+    __slots__ = ("primary", "secondary", "available_primary", "admitted_total", "_levels", "_parts", "_known",
+                 "missing")
 
     def __init__(self, primary: frozenset[str], secondary: frozenset[str], members: Mapping[str, Sequence[str]],
-                 known: Iterable[str]) -> None:
+                 known: Iterable[str], missing: str = "") -> None:
         primary_bookies: set[str] = set()
         other_bookies: set[str] = set()
         for group in sorted(members):
@@ -205,6 +208,7 @@ class _GroupAnalysis:
         self._parts = (frozenset(base), frozenset(admitted_secondary), frozenset(ungrouped))
         self._known = known_set
         self._levels: dict[tuple[int, int], IsolationExclusion] = {}
+        self.missing = missing      # the note naming groups rack info does not have, or ""
 
     def for_size(self, ensemble_size: int) -> IsolationExclusion:
         level = 0 if self.available_primary >= ensemble_size else (1 if self.admitted_total >= ensemble_size else 2)
@@ -238,7 +242,10 @@ class _GroupAnalysis:
                   ("secondary", len(admitted_secondary & known)), ("ungrouped", len(ungrouped)),
                   ("excluded", len(excluded & known)))
         # A level whose notes are empty admitted nothing more than the primary groups (no secondary group).
-        return IsolationExclusion(excluded, tuple(sorted(excluded)), tuple(notes), level if notes else 0, counts)
+        admitted = level if notes else 0
+        if self.missing:
+            notes.insert(0, self.missing)
+        return IsolationExclusion(excluded, tuple(sorted(excluded)), tuple(notes), admitted, counts)
 
 
 # -- the policy ---------------------------------------------------------------------------------------
@@ -311,35 +318,45 @@ class IsolatedPolicy(RackawarePolicy):
         analysis = self._analyses.get(key)
         if analysis is None:
             members = self.resolver.group_members()
-            self._check(groups, members)
-            if not members:
-                # Pulsar: no groups in rack info -> nothing excluded. Reached only when no group is
-                # named (otherwise `_check` refused), so every bookie is ungrouped and eligible anyway.
-                return None
-            analysis = _GroupAnalysis(groups.primary, groups.secondary, members, self.known)
+            missing = self._check(groups, members)
+            if not members and not missing:
+                return None     # no group named, none in rack info: every bookie is ungrouped and eligible
+            analysis = _GroupAnalysis(groups.primary, groups.secondary, members, self.known, missing)
             if len(self._analyses) >= _CACHE_LIMIT:
                 self._analyses = {}
             self._analyses[key] = analysis
         return analysis
 
-    @staticmethod
-    def _check(groups: IsolationGroups, members: Mapping[str, Sequence[str]]) -> None:
+    def _check(self, groups: IsolationGroups, members: Mapping[str, Sequence[str]]) -> str:
+        """The note naming the groups rack info does not have ("" when none is missing).
+
+        Raises:
+            IsolationGroupError: a group is missing and `placement.isolation.failClosed` is on, or rack
+                info lists an invalid bookie id.
+        """
         named = (groups.primary | groups.secondary) - {ANY_GROUP}
         missing = sorted(named - set(members))
+        note = ""
         if missing:
             where = ("the ledger's EnsemblePlacementPolicyConfig" if groups.source == "ledger" else
                      "bookkeeperClientIsolationGroups / bookkeeperClientSecondaryIsolationGroups")
             known = ", ".join(sorted(members)) or "none"
-            raise IsolationGroupError(
-                f"isolation group(s) {', '.join(missing)} named by {where} do not exist in rack info "
-                f"(groups: {known}); refusing to place without isolation. Add the bookies to the group "
-                "(pulsar-admin bookies set-bookie-rack --group ...) or fix the group names")
+            if self.settings.isolation_fail_closed:
+                raise IsolationGroupError(
+                    f"isolation group(s) {', '.join(missing)} named by {where} do not exist in rack info "
+                    f"(groups: {known}); refusing to place without isolation (placement.isolation.failClosed). "
+                    "Add the bookies to the group (pulsar-admin bookies set-bookie-rack --group ...) or fix the "
+                    "group names")
+            note = (f"isolation group(s) {', '.join(missing)} named by {where} do not exist in rack info "
+                    f"(groups: {known}): they hold no bookies, as in Pulsar (placement.isolation.failClosed=true "
+                    "refuses instead)")
         for group, bookies in members.items():
             bad = [b for b in bookies if not is_valid_bookie_id(b)]
             if bad:
                 raise IsolationGroupError(
                     f"rack info group {group!r} lists invalid bookie id(s) {', '.join(map(repr, bad))}: "
                     "isolation cannot be applied; fix the rack info (bookie ids are host:port)")
+        return note
 
     def _prepare(self, ensemble_size: int, custom_metadata: Mapping[str, Any] | None,
                  exclude: Iterable[str], groups: IsolationGroups | None = None,

@@ -164,6 +164,7 @@ class PlacementSettings:
     isolation_groups: tuple[str, ...] | None = None    # bookkeeperClientIsolationGroups / isolationBookieGroups
     secondary_isolation_groups: tuple[str, ...] = ()   # bookkeeperClientSecondaryIsolationGroups / secondaryIsolationBookieGroups
     keep_stale_readonly_set: bool = False              # placement.compat.keepStaleReadOnlySet (BK quirk App. A #2)
+    isolation_fail_closed: bool = False                # placement.isolation.failClosed
 
     @property
     def effective_min_regions(self) -> int:
@@ -216,6 +217,7 @@ class PlacementSettings:
             isolation_groups=isolation,
             secondary_isolation_groups=secondary or (),
             keep_stale_readonly_set=_bool(conf, "placement.compat.keepStaleReadOnlySet", False),
+            isolation_fail_closed=_bool(conf, "placement.isolation.failClosed", False),
         )
         if settings.isolation_groups is not None and policy != "isolated":
             if policy != "rackaware":

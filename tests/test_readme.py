@@ -61,6 +61,6 @@ def test_every_placement_key_is_documented():
                 "reppRegionsToWrite", "reppMinimumRegionsForDurability", "minNumZonesPerWriteQuorum",
                 "desiredNumZonesPerWriteQuorum", "enforceStrictZoneawarePlacement",
                 "bookkeeperClientIsolationGroups", "bookkeeperClientSecondaryIsolationGroups",
-                "placement.compat.keepStaleReadOnlySet"):
+                "placement.compat.keepStaleReadOnlySet", "placement.isolation.failClosed"):
         assert f"`{key}`" in section, key
     assert PlacementSettings.from_conf({}).min_racks_per_write_quorum == 2

@@ -229,12 +229,45 @@ def test_metadata_applies_only_when_isolation_is_configured():
     assert set(policy.new_ensemble(4, 4, 2, ledger_config("group1")).ensemble) == {B1, B2, B3, B4}
 
 
-# -- fail closed --------------------------------------------------------------------------------------
+# -- groups rack info does not have: Pulsar's answers, or fail closed ----------------------------------
+
+FAIL_CLOSED = {"placement.isolation.failClosed": "true"}
 
 
-def test_without_rack_info_a_named_group_is_an_error_not_an_unisolated_placement():
-    """Deliberate difference: Pulsar with no /bookies data excludes nothing."""
+def test_without_rack_info_nothing_is_excluded_as_in_pulsar():
+    """Pulsar `IsolatedBookieEnsemblePlacementPolicyTest.testNoBookieInfo`: groups configured, no
+    /bookies data: every writable bookie is eligible, and the explanation says the group is missing."""
     policy = make_policy({}, bookkeeperClientIsolationGroups="group1")
+    for seed in range(5):
+        result = policy.new_ensemble(4, 4, 4, {}, None, rng=random.Random(seed))
+        assert set(result.ensemble) == {B1, B2, B3, B4}
+        assert "isolation group(s) group1 named by bookkeeperClientIsolationGroups" in result.explain["fallbacks"][0]
+        assert "isolation_group" not in result.explain["excluded"]
+
+
+def test_an_unknown_secondary_group_adds_no_bookie_as_in_pulsar():
+    """Pulsar `testSecondaryIsolationGroupsBookiesNegative`: the secondary group does not exist, so only
+    the primary group's bookie and ungrouped bookies could be admitted; there are none ungrouped."""
+    info = groups(default={B1: "rack0", B2: "rack1", B3: "rack1"}, primaryGroup={B1: "rack1"})
+    policy = make_policy(info, writable=(B1, B2, B3), bookkeeperClientIsolationGroups="primaryGroup",
+                         bookkeeperClientSecondaryIsolationGroups="secondaryGroup")
+    with pytest.raises(NotEnoughBookiesError):
+        policy.new_ensemble(3, 3, 2, {})
+
+
+def test_a_misspelt_group_in_ledger_metadata_places_like_pulsar_and_says_so():
+    """`gruop1` holds no bookies: the ledger falls back to the bookies of no group (B3, B4), never to
+    group1's, and the explanation names the missing group."""
+    policy = make_policy(groups(group1={B1: "rack0", B2: "rack1"}), bookkeeperClientIsolationGroups="group1")
+    result = policy.new_ensemble(2, 2, 2, ledger_config("gruop1"), rng=random.Random(1))
+    assert set(result.ensemble) == {B3, B4}
+    assert result.explain["fallbacks"][0].startswith("isolation group(s) gruop1 named by the ledger")
+    assert result.explain["relaxed"][0]["admitted"] == "ungrouped"
+
+
+def test_fail_closed_without_rack_info_a_named_group_is_an_error_not_an_unisolated_placement():
+    """placement.isolation.failClosed=true: Pulsar with no /bookies data excludes nothing; this refuses."""
+    policy = make_policy({}, bookkeeperClientIsolationGroups="group1", **FAIL_CLOSED)
     with pytest.raises(IsolationGroupError, match="group1") as caught:
         policy.new_ensemble(4, 4, 4, {})
     assert caught.value.code == "ISOLATION_GROUP_ERROR"
@@ -244,16 +277,17 @@ def test_without_rack_info_a_named_group_is_an_error_not_an_unisolated_placement
         policy.new_ensemble(3, 3, 3, {})
 
 
-def test_an_unknown_secondary_group_is_an_error():
+def test_fail_closed_an_unknown_secondary_group_is_an_error():
     info = groups(default={B1: "rack0", B2: "rack1", B3: "rack1"}, primaryGroup={B1: "rack1"})
     policy = make_policy(info, bookkeeperClientIsolationGroups="primaryGroup",
-                         bookkeeperClientSecondaryIsolationGroups="secondaryGroup")
+                         bookkeeperClientSecondaryIsolationGroups="secondaryGroup", **FAIL_CLOSED)
     with pytest.raises(IsolationGroupError, match="secondaryGroup.*bookkeeperClientIsolationGroups"):
         policy.new_ensemble(3, 3, 2, {})
 
 
-def test_an_unknown_group_in_ledger_metadata_is_an_error_on_both_calls():
-    policy = make_policy(groups(group1={B1: "rack0", B2: "rack1"}), bookkeeperClientIsolationGroups="group1")
+def test_fail_closed_an_unknown_group_in_ledger_metadata_is_an_error_on_both_calls():
+    policy = make_policy(groups(group1={B1: "rack0", B2: "rack1"}), bookkeeperClientIsolationGroups="group1",
+                         **FAIL_CLOSED)
     metadata = ledger_config("gruop1")
     with pytest.raises(IsolationGroupError, match="gruop1 named by the ledger"):
         policy.new_ensemble(2, 2, 2, metadata)

@@ -210,7 +210,7 @@ def test_isolation_failure_names_the_groups_in_its_constraint(make_policy):
 
 
 def test_an_unknown_isolation_group_error_carries_an_explanation(make_policy):
-    policy = isolated(make_policy, bookkeeperClientIsolationGroups="nope")
+    policy = isolated(make_policy, bookkeeperClientIsolationGroups="nope", **{"placement.isolation.failClosed": "true"})
     with pytest.raises(IsolationGroupError) as caught:
         policy.new_ensemble(2, 2, 2, rng=random.Random(0))
     assert caught.value.explain["policy"] == "isolated"

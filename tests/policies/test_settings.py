@@ -149,3 +149,8 @@ def test_isolation_groups_cannot_be_combined_with_other_policies(policy):
 def test_blank_broker_isolation_groups_mean_unset():
     s = PlacementSettings.from_conf({"bookkeeperClientIsolationGroups": ""})
     assert s.isolation_groups is None and s.policy == "rackaware"
+
+
+def test_isolation_fails_open_as_pulsar_unless_asked_to_fail_closed():
+    assert PlacementSettings.from_conf({}).isolation_fail_closed is False
+    assert PlacementSettings.from_conf({"placement.isolation.failClosed": "true"}).isolation_fail_closed is True

@@ -64,8 +64,19 @@ def test_a_failed_isolation_decision_explains_the_groups():
     assert "isolation groups (primary [g1], secondary [(none)]" in explain["constraint"]
 
 
-def test_an_unknown_group_is_explained_too():
+def test_an_unknown_group_places_as_pulsar_does_and_the_decision_says_so():
     conf = {"ensemblePlacementPolicy": "isolated", "bookkeeperClientIsolationGroups": "missing"}
+    runner = Runner(conf)
+    runner.run(writable(0, "p1:3181", "/r1", group="g1"), writable(0, "u1:3181", "/r2"))
+    runner.run(create(1_000, "r", 1, 1, 1))
+    decided = runner.decision("r")
+    assert decided["status"] == "ok" and decided["ensemble"] == ["u1:3181"]     # never g1's bookie
+    assert decided["explain"]["fallbacks"][0].startswith("isolation group(s) missing named by")
+
+
+def test_an_unknown_group_is_explained_too():
+    conf = {"ensemblePlacementPolicy": "isolated", "bookkeeperClientIsolationGroups": "missing",
+            "placement.isolation.failClosed": "true"}
     runner = Runner(conf)
     runner.run(writable(0, "p1:3181", "/r1", group="g1"))
     runner.run(create(1_000, "r", 1, 1, 1))
