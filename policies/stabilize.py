@@ -30,6 +30,7 @@ expire, so the stabilized instance does not know a bookie the primary does (poli
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 
 from .errors import InvalidTopologyError
@@ -50,7 +51,7 @@ class StabilizedTopology(NetworkTopology):
             because a live bookie of another depth arrived; it leaves `pending` when its delay ends.
     """
 
-    __slots__ = ("period_s", "pending", "set_aside", "_now", "_earliest")
+    __slots__ = ("period_s", "pending", "set_aside", "_now", "_due")
 
     def __init__(self, period_s: float) -> None:
         super().__init__()
@@ -61,27 +62,31 @@ class StabilizedTopology(NetworkTopology):
         self.pending: dict[str, float] = {}
         self.set_aside: dict[str, str] = {}
         self._now: float | None = None
-        # No pending departure left before this time (s); a lower bound: cancelled ones may linger.
-        self._earliest = float("inf")
+        # (departed_at, bookie) of every pending departure, a heap; entries of departures cancelled
+        # or restarted since stay until their time comes and are skipped then.
+        self._due: list[tuple[float, str]] = []
 
     # -- time ------------------------------------------------------------------------------------
 
     def advance(self, now: float) -> frozenset[str]:
         """Take the clock reading of the current public call; drop expired leaves; return them.
 
-        Cost: O(1) until the earliest pending departure is due, then O(pending departures). Every
-        public call of the policy advances it, so the common case must not walk the departures.
+        Cost: O(1) until the earliest pending departure is due, then O(log departures) for each due
+        (or cancelled) one: every public call of the policy advances it, so it must not walk them all.
         """
         self._now = now
-        if not self.pending or now < self._earliest + self.period_s:
+        due, pending, period = self._due, self.pending, self.period_s
+        if not due or now < due[0][0] + period:
             return frozenset()
-        period = self.period_s
-        expired = [b for b, left_at in self.pending.items() if left_at + period <= now]
-        for bookie in expired:
-            del self.pending[bookie]
+        expired: list[str] = []
+        while due and due[0][0] + period <= now:
+            left_at, bookie = heapq.heappop(due)
+            if pending.get(bookie) != left_at:
+                continue                       # cancelled, or departed again later
+            del pending[bookie]
+            expired.append(bookie)
             if self.set_aside.pop(bookie, None) is None:
                 NetworkTopology.remove(self, bookie)
-        self._earliest = min(self.pending.values(), default=float("inf"))
         return frozenset(expired)
 
     @property
@@ -142,7 +147,7 @@ class StabilizedTopology(NetworkTopology):
         if bookie not in self or bookie in self.pending:
             return
         left_at = self.pending[bookie] = self._now if self._now is not None else 0.0
-        self._earliest = min(self._earliest, left_at)
+        heapq.heappush(self._due, (left_at, bookie))
 
     def remove_now(self, bookie: str) -> None:
         """Remove a leaf immediately, pending or not (state restore, tests)."""
@@ -159,7 +164,7 @@ class StabilizedTopology(NetworkTopology):
         else:
             NetworkTopology.add(self, bookie, location)
         self.pending[bookie] = departed_at
-        self._earliest = min(self._earliest, departed_at)
+        heapq.heappush(self._due, (departed_at, bookie))
 
     def copy(self) -> StabilizedTopology:
         other = StabilizedTopology(self.period_s)
@@ -169,7 +174,7 @@ class StabilizedTopology(NetworkTopology):
         other.pending = dict(self.pending)
         other.set_aside = dict(self.set_aside)
         other._now = self._now
-        other._earliest = self._earliest
+        other._due = list(self._due)
         return other
 
     # -- snapshots -------------------------------------------------------------------------------
@@ -198,7 +203,7 @@ class StabilizedTopology(NetworkTopology):
         for a live leaf of another depth (tests only)."""
         super().check_invariants()
         assert self.set_aside.keys() <= self.pending.keys(), "a set-aside leaf is not a pending departure"
-        assert all(left_at >= self._earliest for left_at in self.pending.values()), "a departure before _earliest"
+        assert set(self.pending.items()) <= {(b, t) for t, b in self._due}, "a departure the heap does not hold"
         for bookie in self.pending:
             if bookie in self.set_aside:
                 assert bookie not in self, f"set-aside departure {bookie} is still in the tree"
