@@ -1458,6 +1458,18 @@ class RackawarePolicy(RackawarePolicyImpl):
         if self.secondary is not None:
             self.secondary.handle_bookies_that_left(bookies)
 
+    def handle_bookies_that_moved_away(self, bookies: list[str]) -> None:
+        """The bookies now belong to another policy (a region-aware bookie whose region changed): they
+        leave both views at once. A move is not a departure, so the stabilized view does not keep
+        them for its retries, as a rack change within the policy does not (App. A #8, fixed)."""
+        self.handle_bookies_that_left(bookies)
+        if self.secondary is not None:
+            topology = self.secondary.topology
+            for bookie in bookies:
+                if bookie in topology.pending:  # type: ignore[attr-defined]
+                    topology.remove_now(bookie)  # type: ignore[attr-defined]
+            self.secondary._invalidate()
+
     def handle_bookies_that_joined(self, bookies: list[str]) -> None:
         super().handle_bookies_that_joined(bookies)
         if self.secondary is not None:

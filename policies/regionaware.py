@@ -383,10 +383,14 @@ class RegionawarePolicy(TopologyAwarePolicy):
             old_region = self.region_of.get(bookie, UNKNOWN_REGION)
             new_region = region_of_location(location)
             if new_region == old_region:
-                self._sub_policy(old_region).on_bookie_rack_change([bookie])
+                sub = self._sub_policy(old_region)
+                # Only a move this policy accepted: a location it refused (another depth) leaves the
+                # bookie where it was, and the sub-policy, re-resolving on its own, would take it.
+                if sub.known.get(bookie) != location:
+                    sub.on_bookie_rack_change([bookie])
                 continue
             self.region_of[bookie] = new_region
-            self._sub_policy(old_region).handle_bookies_that_left([bookie])
+            self._sub_policy(old_region).handle_bookies_that_moved_away([bookie])
             target = self._sub_policy(new_region)
             target.handle_bookies_that_joined([bookie])
             if self.settings.disk_weighted and bookie in self.weights and bookie in target.known:

@@ -20,6 +20,10 @@ CONFS = {
     "rackaware-enforced": {"ensemblePlacementPolicy": "rackaware", "enforceMinNumRacksPerWriteQuorum": "true",
                            "minNumRacksPerWriteQuorum": "2", "engine.seed": "7"},
     "default-weighted": {"ensemblePlacementPolicy": "default", "diskWeightBasedPlacementEnabled": "true"},
+    # One-level locations are regions here ("/r0" -> r0); "/region/r9" is of another depth.
+    "regionaware-durable": {"ensemblePlacementPolicy": "regionaware", "reppRegionsToWrite": "r0;r1;r2",
+                            "reppMinimumRegionsForDurability": "2", "networkTopologyStabilizePeriodSeconds": "20",
+                            "reppDisallowBookiePlacementInRegionFeatureName": "disallowBookies"},
     "isolated": {"ensemblePlacementPolicy": "isolated", "bookkeeperClientIsolationGroups": "g1",
                  "bookkeeperClientSecondaryIsolationGroups": "g2", "networkTopologyStabilizePeriodSeconds": "20"},
 }
