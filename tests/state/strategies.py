@@ -24,6 +24,10 @@ CONFS = {
     "regionaware-durable": {"ensemblePlacementPolicy": "regionaware", "reppRegionsToWrite": "r0;r1;r2",
                             "reppMinimumRegionsForDurability": "2", "networkTopologyStabilizePeriodSeconds": "20",
                             "reppDisallowBookiePlacementInRegionFeatureName": "disallowBookies"},
+    "zoneaware-stabilized-weighted": {"ensemblePlacementPolicy": "zoneaware",
+                                      "networkTopologyStabilizePeriodSeconds": "20",
+                                      "diskWeightBasedPlacementEnabled": "true",
+                                      "desiredNumZonesPerWriteQuorum": "2", "minNumZonesPerWriteQuorum": "1"},
     "isolated": {"ensemblePlacementPolicy": "isolated", "bookkeeperClientIsolationGroups": "g1",
                  "bookkeeperClientSecondaryIsolationGroups": "g2", "networkTopologyStabilizePeriodSeconds": "20"},
 }
