@@ -107,12 +107,18 @@ def test_a_bookie_is_resolved_again_when_it_rejoins():
     assert len(policy.sub_policies["region-1"].known) == 2
 
 
+def _moved(bookies, bookie, location, **conf):
+    """A policy over `bookies` after `bookie` was given `location` and told of the rack change."""
+    policy, mapping = make_policy(bookies, **conf)
+    mapping[bookie] = location
+    policy.on_bookie_rack_change([bookie])
+    policy.check_invariants()
+    return policy
+
+
 def test_rack_change_from_the_default_location_moves_the_bookie_out_of_the_unknown_region():
     bookies = {"127.0.1.1:3181": "/default-region/default-rack", "127.0.1.2:3181": "/region-1/default-rack"}
-    policy, mapping = make_policy(bookies)
-    mapping["127.0.1.1:3181"] = "/region-1/default-rack"
-    policy.on_bookie_rack_change(["127.0.1.1:3181"])
-    policy.check_invariants()
+    policy = _moved(bookies, "127.0.1.1:3181", "/region-1/default-rack")
     assert policy.region_of["127.0.1.1:3181"] == "region-1"
     assert not policy.sub_policies[UNKNOWN_REGION].known
 
@@ -122,10 +128,7 @@ def test_a_bookie_moved_to_another_region_is_not_kept_as_a_departure_of_the_old_
     its retries could still place it there, in the region it left (and the policy reported a pending
     leave that the engine never saw). A move is not a departure."""
     bookies = {"a:3181": "/r1/k1", "b:3181": "/r1/k2", "c:3181": "/r2/k1"}
-    policy, mapping = make_policy(bookies, clock=ManualClock(), networkTopologyStabilizePeriodSeconds="30")
-    mapping["a:3181"] = "/r2/k2"
-    policy.on_bookie_rack_change(["a:3181"])
-    policy.check_invariants()
+    policy = _moved(bookies, "a:3181", "/r2/k2", clock=ManualClock(), networkTopologyStabilizePeriodSeconds="30")
     assert policy.pending_leaves() == {}
     assert "a:3181" not in policy.sub_policies["r1"].secondary.topology
     assert policy.sub_policies["r2"].known["a:3181"] == "/r2/k2"
@@ -135,11 +138,7 @@ def test_a_rack_change_the_policy_refuses_leaves_the_sub_policy_alone_too():
     """The only bookie of region r1 is given a location of another depth: the policy refuses the move
     (the cluster's other leaves are one level deeper) and keeps it at /r1; its region's sub-policy, where
     it is the only leaf, used to accept the move on its own, holding it at a location outside r1."""
-    bookies = {"bk0:3181": "/r1", "bk1:3181": "/r0"}
-    policy, mapping = make_policy(bookies)
-    mapping["bk0:3181"] = "/default-region/default-rack"
-    policy.on_bookie_rack_change(["bk0:3181"])
-    policy.check_invariants()
+    policy = _moved({"bk0:3181": "/r1", "bk1:3181": "/r0"}, "bk0:3181", "/default-region/default-rack")
     assert policy.known["bk0:3181"] == "/r1"
     assert policy.sub_policies["r1"].known == {"bk0:3181": "/r1"}
     assert "bk0:3181" in policy.join_failures
