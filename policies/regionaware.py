@@ -1258,8 +1258,6 @@ class RegionawarePolicy(TopologyAwarePolicy):
         missing = sum(deficit for deficit, _ in deficits)
         changed: list[int] = []
         for _ in range(len(ensemble)):
-            deficits = self._deficits(ensemble, write_quorum, ack_quorum)
-            base = sum(deficit for deficit, _ in deficits)
             adhering: tuple[int, int, list[str]] | None = None  # (-adherence, position, ensemble)
             improving: tuple[int, int, list[str]] | None = None  # (total deficit, position, ensemble)
             for position in range(len(ensemble)):
@@ -1269,7 +1267,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
                     trial = list(ensemble)
                     trial[position] = bookie
                     # A write set short of the hard rules is what makes an ensemble FAIL.
-                    total = self._total_deficit(trial, position, deficits, base, write_quorum, ack_quorum)
+                    total = self._total_deficit(trial, position, deficits, missing, write_quorum, ack_quorum)
                     found = self.is_ensemble_adhering(trial, write_quorum, ack_quorum) if not total else Adherence.FAIL
                     if found != Adherence.FAIL:
                         key = (-int(found), position, trial)
@@ -1277,9 +1275,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
                             adhering = key
                         if found == Adherence.MEETS_STRICT:
                             break
-                    else:
-                        if improving is None or total < improving[0]:
-                            improving = (total, position, trial)
+                    elif improving is None or total < improving[0]:
+                        improving = (total, position, trial)
                 if adhering is not None and adhering[0] == -int(Adherence.MEETS_STRICT):
                     break
             if adhering is not None:
@@ -1290,6 +1287,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
             if improving is None or improving[0] >= missing:
                 break
             missing, position, ensemble = improving
+            deficits = self._deficits(ensemble, write_quorum, ack_quorum)
             changed.append(position)
             explain["fallbacks"].append(f"position {position}: replaced by {ensemble[position]}; "
                                         "the ensemble is closer to adhering but still fails")
