@@ -192,6 +192,23 @@ class CoverageEnsemble:
         """`apply(candidate, self)`: the form selection primitives call."""
         return self.apply(candidate, self)
 
+    def refuses_location(self, location: str) -> bool:
+        """Whether the next position refuses every candidate at `location`, whichever bookie it is.
+
+        The write sets judge locations only, so when one of them refuses `location` no candidate
+        there can pass `apply`, whatever an outer predicate would say. False means "maybe".
+        """
+        position = len(self.chosen)
+        sets = self._sets
+        windows = self._windows
+        for index in (windows[position] if position < len(windows) else self._indices(position)):
+            found = sets[index]
+            if found is None:
+                found = self._set(index)
+            if not found.accepts(location):
+                return True
+        return False
+
     def add_node(self, bookie: str) -> bool:
         """Record `bookie` at the next position; False if it is already chosen (or the parent refuses)."""
         chosen_set = self._chosen_set

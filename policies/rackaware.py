@@ -87,6 +87,40 @@ def _check_sizes(ensemble_size: int, write_quorum: int, ack_quorum: int) -> None
             raise ValueError(f"{name}: expected a non-negative integer, got {value!r}")
 
 
+class _RegionRefused(Exception):
+    """Raised from inside a pick's walk when the region-level predicate refuses the region of every
+    candidate, to end the walk (see `_region_guard`)."""
+
+
+def _region_guard(accept: Callable[[str], bool], predicate: Predicate | None) -> Callable[[str], bool]:
+    """`accept`, raising `_RegionRefused` at a refusal when the outer (region-level) coverage of
+    `predicate` refuses the refused candidate's region for the position being filled.
+
+    A region's sub-policy picks among bookies of its own region, and the region-level write sets
+    judge regions only: once they refuse the region, they refuse every candidate, and walking (and
+    drawing for) each bookie of the region only to refuse it costs O(bookies) per position, every
+    position of every request while, for example, the durability rule cannot be met in the regions
+    left. Checked once per position of the outer ensemble, and only after a refusal, so picks that
+    succeed at once pay nothing.
+    """
+    outer = predicate.parent_predicate if type(predicate) is CoverageEnsemble else None
+    if type(outer) is not CoverageEnsemble:
+        return accept
+    checked_at = -1
+
+    def guarded(bookie: str) -> bool:
+        nonlocal checked_at
+        if accept(bookie):
+            return True
+        position = len(outer.chosen)
+        if position != checked_at:
+            checked_at = position
+            if outer.refuses_location(outer.locate(bookie)):
+                raise _RegionRefused
+        return False
+    return guarded
+
+
 def _describe_scope(scope: str) -> str:
     if scope == ROOT:
         return "the whole cluster"
@@ -360,10 +394,14 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
 
             def accept(bookie: str) -> bool:
                 return bookie not in exclude and apply(bookie, ensemble)
-        if not self.settings.disk_weighted:
-            return pick_uniform(rng, leaves, accept)
-        # Java raises at once when every leaf is excluded; the pick returns None then, same outcome.
-        return self._weighted_pick(key, leaves, rng, accept)
+            accept = _region_guard(accept, predicate)
+        try:
+            if not self.settings.disk_weighted:
+                return pick_uniform(rng, leaves, accept)
+            # Java raises at once when every leaf is excluded; the pick returns None then, same outcome.
+            return self._weighted_pick(key, leaves, rng, accept)
+        except _RegionRefused:
+            return None
 
     def _some_rack_accepted(self, key: Any, exclude: set[str], coverage: CoverageEnsemble, ensemble: Any) -> bool:
         """Whether `coverage` accepts a bookie of some rack of the scope `key` (a rack, the root, or a
@@ -433,10 +471,26 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         shared = population is None
         if shared:
             population = self.known_sorted()
-        check = predicate.apply if (self.enforce_durability and predicate is not None) else None
+        check: Callable[[str], bool] | None = None
+        if self.enforce_durability and predicate is not None:
+            apply = predicate.apply
+            check = _region_guard(lambda bookie: apply(bookie, ensemble), predicate)
         chosen: list[str] = []
         if n <= 0:
             return chosen
+        try:
+            self._select_into(chosen, population, shared, n, exclude, check, ensemble, rng, accept)
+        except _RegionRefused:
+            pass
+        if len(chosen) < n:
+            raise NotEnoughBookiesError(
+                f"need {n} bookie(s) but only {len(chosen)} eligible bookie(s) could be chosen")
+        return chosen
+
+    def _select_into(self, chosen: list[str], population: Sequence[str], shared: bool, n: int, exclude: set[str],
+                     check: Callable[[str], bool] | None, ensemble: Any, rng: random.Random,
+                     accept: Callable[[str], bool] | None) -> None:
+        """The walk of `select_random_internal`: appends to `chosen` until it holds `n` or nothing is left."""
         if self.settings.disk_weighted:
             if shared and accept is None:
                 known = self.known
@@ -454,7 +508,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             def acceptable(bookie: str) -> bool:
                 return (bookie not in exclude and bookie not in refused
                         and (accept is None or accept(bookie))
-                        and (check is None or check(bookie, ensemble)))
+                        and (check is None or check(bookie)))
             while len(chosen) < n:
                 bookie = selector.pick(rng, acceptable)
                 if bookie is None:
@@ -468,17 +522,13 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             for bookie in lazy_shuffle(rng, population):
                 if bookie in exclude or (accept is not None and not accept(bookie)):
                     continue
-                if check is not None and not check(bookie, ensemble):
+                if check is not None and not check(bookie):
                     continue
                 if ensemble.add_node(bookie):
                     exclude.add(bookie)
                     chosen.append(bookie)
                     if len(chosen) == n:
                         break
-        if len(chosen) < n:
-            raise NotEnoughBookiesError(
-                f"need {n} bookie(s) but only {len(chosen)} eligible bookie(s) could be chosen")
-        return chosen
 
     def select_from_network_location(self, scope: str, exclude: set[str], predicate: Predicate | None,
                                      ensemble: Any, fallback_to_random: bool, rng: random.Random, *,

@@ -1010,6 +1010,17 @@ class RegionawarePolicy(TopologyAwarePolicy):
                 chosen.append(candidate)
         return chosen
 
+    @staticmethod
+    def _refuses_every_region(coverage: CoverageEnsemble, regions: Iterable[str]) -> bool:
+        """Whether the region-level `coverage` refuses its next position in each of `regions` (those of
+        the fallback pool).
+
+        It judges bookies by region only, so then no bookie of those regions can pass: a cross-region
+        replacement under the durability rule would walk (and draw for) every bookie of the pool to
+        find nothing, on every replacement while, for example, all but one region are down.
+        """
+        return all(coverage.refuses_location("/" + region) for region in regions)
+
     # -- replace_bookie (spec §2.1) ---------------------------------------------------------------
 
     def replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
@@ -1086,7 +1097,11 @@ class RegionawarePolicy(TopologyAwarePolicy):
             steps.append({"step": "replacement", "scope": "allowed regions",
                           "candidates": len(pool) - sum(per_region.get(r, 0) for r in allowed),
                           "regions": len(allowed)})
-            picked = self._select_random(pool, 1, excluded, predicate, coverage if enforce else None, rng, selector)
+            if predicate is not None and self._refuses_every_region(
+                    predicate, [r for r in allowed if self.sub_policies[r].known]):
+                picked = []
+            else:
+                picked = self._select_random(pool, 1, excluded, predicate, predicate, rng, selector)
             if not picked:
                 steps[-1]["failed"] = True
                 rule = (f" that keeps {self.min_regions} regions per acknowledged entry "
