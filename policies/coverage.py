@@ -174,16 +174,8 @@ class CoverageEnsemble:
         """Whether `candidate` may take the next position (BookKeeper `Predicate.apply`)."""
         if ensemble is not self or candidate in self._chosen_set:
             return False
-        location = self.locate(candidate)
-        sets = self._sets
-        position = len(self.chosen)
-        windows = self._windows
-        for index in (windows[position] if position < len(windows) else self._indices(position)):
-            found = sets[index]
-            if found is None:
-                found = self._set(index)
-            if not found.accepts(location):
-                return False
+        if self.refuses_location(self.locate(candidate)):
+            return False
         if self.parent_predicate is not None:
             return self.parent_predicate.apply(candidate, self.parent)
         return True
