@@ -12,7 +12,10 @@ the time the step gives it (`advance`), and keeps:
   set by `bookie_location`), the disk reports (`disk`) and the feature switches (`features`);
 * `pending` leaves (stabilization), `flaps` (departures inside the flap window), `late_records`,
   `join_failures`, and `version`, the topology version, bumped by every change that can affect
-  placement.
+  placement;
+* `pending_serial` and `pending_log`: which bookies entered or left `pending` lately, so the health
+  checks, which compare `pending` with what they last saw, read only the changes (O(changes) per
+  observation, not O(pending); see `pending_changes_since`).
 
 Where a bookie's location lives (how the isolation policy sees the right membership):
 
@@ -37,7 +40,7 @@ resolves a bookie that has no mapping entry: it is handed over before such a joi
 change). Pulsar notifies a rack-info change to the bookies rack info lists, all of which have a
 mapping entry here, so the deferred notification changes no location.
 
-(About 600 lines: one class whose handlers share the model's indexes, plus its self-check.)
+(About 750 lines: one class whose handlers share the model's indexes, plus its self-check.)
 """
 
 from __future__ import annotations
@@ -130,6 +133,11 @@ class ClusterModel:
         self.disk: dict[str, BookieInfo] = {}
         self.absent_since: dict[str, int] = {}
         self.pending: dict[str, float] = {}
+        # Changes to `pending` (a bookie added or removed): `pending_serial` counts them all, and
+        # `pending_log` holds the bookies of the last len(pending_log) ones. The log is cleared at the
+        # start of each event and expiry; a reader that fell further behind compares the whole dicts.
+        self.pending_serial = 0
+        self.pending_log: list[str] = []
         self.flaps: dict[str, deque[int]] = {}
         self.flapping: set[str] = set()
         self.join_failures: dict[str, str] = {}
@@ -227,6 +235,8 @@ class ClusterModel:
         causes. Cost: O(log n) per expiry.
         """
         self.clock_ms = max(self.clock_ms, time_ms)
+        if self.pending_log:
+            self.pending_log.clear()   # observed after the previous record or expiry (`state.health`)
         if self._pending_heap:
             self._expire_pending()
         if self._flap_heap and self._flap_heap[0][0] <= self.clock_ms:
@@ -241,7 +251,7 @@ class ClusterModel:
         while heap and heap[0][0] <= now_s:
             _, bookie, left_s = heapq.heappop(heap)
             if self.pending.get(bookie) == left_s:
-                del self.pending[bookie]
+                self._end_pending(bookie)
                 self.version += 1
 
     def _expire_history(self) -> list[Output]:
@@ -294,6 +304,8 @@ class ClusterModel:
         (whose cost is the policy's: `on_cluster_changed` is O(bookies)).
         """
         before = self.version
+        if self.pending_log:
+            self.pending_log.clear()   # observed after the previous record or expiry (`state.health`)
         alerts = _HANDLERS[type(event)](self, event)
         if self.version > before:
             self.version = before + 1        # one version per event, however many parts it changed
@@ -415,8 +427,33 @@ class ClusterModel:
         if self.stabilize_period_s and bookie in getattr(self.policy, "known", ()) and bookie not in self.pending:
             left_s = self.now_s
             self.pending[bookie] = left_s
+            self.pending_serial += 1
+            self.pending_log.append(bookie)
             heapq.heappush(self._pending_heap, (left_s + self.stabilize_period_s, bookie, left_s))
         return self._count_flap(bookie)
+
+    def _end_pending(self, bookie: str) -> None:
+        del self.pending[bookie]
+        self.pending_serial += 1
+        self.pending_log.append(bookie)
+
+    def replace_pending(self, pending: dict[str, float]) -> None:
+        """Put `pending` in place wholesale (a snapshot restore): readers compare the whole dicts next."""
+        self.pending = pending
+        self.pending_serial += 1
+        self.pending_log.clear()
+
+    def pending_changes_since(self, serial: int) -> list[str] | None:
+        """The bookies that entered or left `pending` after change number `serial` (repeats possible),
+        or None when the log no longer reaches back that far (the caller compares the whole dicts).
+
+        A reader that looks after every record and expiry always gets the list. Cost: O(changes).
+        """
+        missed = self.pending_serial - serial
+        log = self.pending_log
+        if missed < 0 or missed > len(log):
+            return None
+        return log[len(log) - missed:] if missed else []
 
     def _count_flap(self, bookie: str) -> list[Output]:
         """Departures inside the window (now - window, now]; alert when the threshold is reached."""
@@ -456,7 +493,7 @@ class ClusterModel:
         known = getattr(self.policy, "known", None)
         for bookie in joined:
             if bookie in self.pending and (known is None or bookie in known):
-                del self.pending[bookie]     # back inside the window: the pending leave is cancelled
+                self._end_pending(bookie)    # back inside the window: the pending leave is cancelled
         if self.placement.disk_weighted and not self.disk_stale:
             # A joiner starts at weight 0 in the policy; it gets its reported disk at the next request.
             # Bookies whose join had failed are retried by this call: they may join now too.
@@ -632,6 +669,12 @@ class ClusterModel:
         known = getattr(self.policy, "known", {})
         for bookie in set(self.pending) & writable:
             assert bookie not in known, f"pending leave of {bookie}, which is writable and known"
+        assert len(self.pending_log) <= self.pending_serial, "more logged pending changes than changes"
+        unseen = self.pending_changes_since(self.health.pending_serial) \
+            if self.health.pending_serial is not None else None
+        if unseen is not None:
+            differ = self.pending.keys() ^ self.health.pending.keys()
+            assert differ <= set(unseen), f"pending changes missing from the log: {sorted(differ - set(unseen))}"
         assert self.clock_ms >= 0 and self.version >= 0 and self.late_records >= 0
         expected_mapping = {}
         expected_racks: dict[str, dict[str, dict[str, Any]]] = {}

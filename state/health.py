@@ -19,9 +19,13 @@ when enforcement is off and every bookie shares the default rack).
 A clearing is a `<type>.resolved` event with the same subject.
 
 `TopologyHealth.observe(model, touched, time_ms)` runs after every record. Cost: O(touched bookies)
-plus O(size) diffs of the (small) pending, flapping and join-failure sets, and those only when the
-topology version moved; when the cluster first gets (or loses its last) bookie outside the default
-rack, the default-rack bookies are re-evaluated (O(default-rack bookies)).
+plus O(size) diffs of the (small) flapping and join-failure sets; pending leaves cost O(bookies that
+entered or left them since the last observation), read from the model's change log
+(`ClusterModel.pending_changes_since`), so P delays that end one by one cost O(P) in all, not
+O(P^2) (the whole dicts are compared only by a health that has not followed the model record by
+record: the first observation after a snapshot restore). All of it only when the topology version moved; when
+the cluster first gets (or loses its last) bookie outside the default rack, the default-rack bookies
+are re-evaluated (O(default-rack bookies)).
 """
 
 from __future__ import annotations
@@ -61,6 +65,8 @@ class TopologyHealth:
         self.mixed = False                       # some placed bookie is outside the default rack
         self.version = -1
         self.settled: list[str] = []             # pending leaves that ended at the last observation
+        # The model's `pending_serial` when `pending` was last compared; None: compare the whole dicts.
+        self.pending_serial: int | None = 0
 
     # -- the check -------------------------------------------------------------------------------
 
@@ -95,15 +101,28 @@ class TopologyHealth:
         if version == self.version:
             return produced
         self.version = version
-        if model.pending.keys() != self.pending.keys():
-            produced += self._pending_changes(model, time_ms, key)
+        if model.pending_serial != self.pending_serial:
+            changed = (model.pending_changes_since(self.pending_serial) if self.pending_serial is not None
+                       else None)
+            self.pending_serial = model.pending_serial
+            produced += self._pending_changes(model, changed, time_ms, key)
         produced += self._default_rack_changes(model, touched, time_ms, key)
         return produced
 
-    def _pending_changes(self, model: Any, time_ms: int, key: str) -> list[Output]:
+    def _pending_changes(self, model: Any, changed: list[str] | None, time_ms: int, key: str) -> list[Output]:
+        """Resolve the pending leaves that ended, open those that began: among `changed` (the model's
+        logged changes since the last look), or among all bookies when None. Either way the same
+        bookies (those in one dict and not the other), in the same order. O(changed), or O(pending)."""
+        if changed is None:
+            ended = self.pending.keys() - model.pending.keys()
+            began = model.pending.keys() - self.pending.keys()
+        else:
+            mine, theirs = self.pending, model.pending
+            ended = {b for b in changed if b in mine and b not in theirs}
+            began = {b for b in changed if b in theirs and b not in mine}
         produced = []
         period = model.stabilize_period_s
-        for bookie in sorted(self.pending.keys() - model.pending.keys()):
+        for bookie in sorted(ended):
             left_s = self.pending.pop(bookie)
             self.settled.append(bookie)
             returned = bookie in model.writable
@@ -118,7 +137,7 @@ class TopologyHealth:
                                   "re-replicate")
             produced.append(self._resolved(ALERT_DEPARTURE_PENDING, bookie, time_ms, key,
                                            outputs.INFO if returned else outputs.WARNING, data))
-        for bookie in sorted(model.pending.keys() - self.pending.keys()):
+        for bookie in sorted(began):
             left_s = model.pending[bookie]
             self.pending[bookie] = left_s
             produced.append(outputs.alert(
@@ -207,6 +226,7 @@ class TopologyHealth:
         self.join_failed = set(state.get("join_failed", ()))
         self.mixed = bool(state.get("mixed", False))
         self.version = int(state.get("version", -1))
+        self.pending_serial = None     # the restored model's change log starts afresh: compare once in full
 
     @classmethod
     def adopt(cls, cluster: str, model: Any) -> TopologyHealth:
@@ -217,6 +237,7 @@ class TopologyHealth:
         health.flapping = set(model.flapping)
         health.join_failed = set(model.join_failures)
         health.pending = dict(model.pending)
+        health.pending_serial = model.pending_serial
         health.version = model.version
         health.mixed = _is_mixed(model)
         return health

@@ -210,7 +210,7 @@ def from_document(document: dict[str, Any], conf: Mapping[str, Any],
     for bookie, (total, free) in document["disk"].items():
         model.disk[bookie] = BookieInfo(total_disk=total, free_disk=free)
     model.absent_since = {b: int(t) for b, t in document["absent_since"].items()}
-    model.pending = {b: float(t) for b, t in document["pending"].items()}
+    model.replace_pending({b: float(t) for b, t in document["pending"].items()})
     model.flaps = {b: deque(times) for b, times in document["flaps"].items()}
     model.flapping = set(document["flapping"])
     model.join_failures = dict(document["join_failures"])
@@ -227,7 +227,7 @@ def from_document(document: dict[str, Any], conf: Mapping[str, Any],
         model.disk_stale = bool(document["disk_stale"])
     else:
         # Another policy now: rebuild it from the membership (its pending departures are lost).
-        model.pending = {}
+        model.replace_pending({})
         model.policy.on_cluster_changed(model.writable, model.readonly)
         model.join_failures = dict(getattr(model.policy, "join_failures", {}) or {})
         model.rack_info_stale = False
