@@ -10,6 +10,10 @@ Spec: bookkeeper-rackaware.md §1.4 (resolution, the decorator), region-zone-iso
 * Rack info maps bookies to racks and isolation groups. Racks are read as Pulsar reads them:
   `rack0` becomes `/rack0`; empty or `/` means "no answer" (the policy's default location).
 * "No answer" returns None; the policy substitutes its own default location (the decorator).
+
+Rack info is replaced whole (`update_rack_info`, Pulsar's `/bookies` watch: O(rack info)) or bookie by
+bookie (`update_rack_entries`, O(changed bookies x their groups and host neighbours)), with the same
+result.
 """
 
 from __future__ import annotations
@@ -43,16 +47,39 @@ def pulsar_rack(rack: Any) -> str | None:
     return rack if rack.startswith("/") else "/" + rack
 
 
+def _entry(group: Any, bookie: Any, info: Any) -> dict[str, Any]:
+    """A copy of one rack-info entry; ValueError names a malformed group or entry."""
+    if not isinstance(group, str):
+        raise ValueError(f"rack_info: expected {{group: {{bookie: {{rack, hostname}}}}}}, got group {group!r}")
+    if not isinstance(info, Mapping):
+        raise ValueError(f"rack_info: bookie {bookie!r} in group {group!r} needs an object "
+                         f"with 'rack' and 'hostname', got {info!r}")
+    return dict(info)
+
+
+def _hosts_named(bookie: str, info: Mapping[str, Any]) -> tuple[str, ...]:
+    """The host keys one rack-info entry answers for: the bookie's host, then its `hostname` if set."""
+    host = host_of(bookie)
+    hostname = info.get("hostname")
+    if isinstance(hostname, str) and hostname and hostname != host:
+        return (host, hostname)
+    return (host,)
+
+
 class LocationResolver:
     """Resolves bookie ids to raw network locations and knows isolation-group membership."""
 
-    __slots__ = ("mapping", "_rack_info", "_rack_by_id", "_rack_by_host", "_groups")
+    __slots__ = ("mapping", "_rack_info", "_rack_by_id", "_rack_by_host", "_host_writers", "_groups")
 
     def __init__(self, mapping: Mapping[str, str] | None = None, rack_info: RackInfo | None = None) -> None:
         self.mapping = mapping
         self._rack_info: dict[str, dict[str, dict[str, Any]]] = {}
         self._rack_by_id: dict[str, str | None] = {}
         self._rack_by_host: dict[str, str | None] = {}
+        # host -> {(group, bookie): rack} of the entries that name the host (the bookie's own host or
+        # its `hostname`); `_rack_by_host[host]` is the rack of the greatest (group, bookie), the entry
+        # a whole update writes last. Lets `update_rack_entries` change one entry exactly.
+        self._host_writers: dict[str, dict[tuple[str, str], str | None]] = {}
         self._groups: dict[str, tuple[str, ...]] = {}
         self.update_rack_info(rack_info or {})
 
@@ -74,29 +101,87 @@ class LocationResolver:
                                  f"{group!r} -> {members!r}")
             copied[group] = {}
             for bookie, info in members.items():
-                if not isinstance(info, Mapping):
-                    raise ValueError(f"rack_info: bookie {bookie!r} in group {group!r} needs an object "
-                                     f"with 'rack' and 'hostname', got {info!r}")
-                copied[group][str(bookie)] = dict(info)
+                copied[group][str(bookie)] = _entry(group, bookie, info)
         before = set(self._rack_by_id)
         by_id: dict[str, str | None] = {}
         by_host: dict[str, str | None] = {}
+        writers: dict[str, dict[tuple[str, str], str | None]] = {}
         groups: dict[str, list[str]] = {}
         # Groups in name order: a bookie listed in several groups takes the rack of the last one.
         for group in sorted(copied):
             for bookie, info in sorted(copied[group].items()):
                 rack = pulsar_rack(info.get("rack"))
                 by_id[bookie] = rack
-                by_host[host_of(bookie)] = rack
-                hostname = info.get("hostname")
-                if isinstance(hostname, str) and hostname:
-                    by_host[hostname] = rack
+                for host in _hosts_named(bookie, info):
+                    by_host[host] = rack
+                    writers.setdefault(host, {})[(group, bookie)] = rack
                 groups.setdefault(bookie, []).append(group)
         self._rack_info = copied
         self._rack_by_id = by_id
         self._rack_by_host = by_host
+        self._host_writers = writers
         self._groups = {b: tuple(g) for b, g in groups.items()}
         return before | set(by_id)
+
+    def update_rack_entries(self, entries: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> bool:
+        """Replace every listing of some bookies: `{bookie: {group: {"rack", "hostname"}}}`, `{}` to unlist
+        one. The result is that of `update_rack_info` with the whole rack info so changed.
+
+        Returns:
+            Whether group membership changed (some bookie joined or left a group).
+
+        Raises:
+            ValueError: an entry is not `{group: {...}}`; nothing is changed then.
+
+        Cost: O(changed bookies x (their groups + entries naming the same hosts)).
+        """
+        checked = {str(bookie): {group: _entry(group, bookie, info) for group, info in listing.items()}
+                   for bookie, listing in entries.items()}
+        membership_changed = False
+        for bookie, listing in checked.items():
+            old_groups = self._groups.get(bookie, ())
+            new_groups = tuple(sorted(listing))
+            membership_changed = membership_changed or old_groups != new_groups
+            touched_hosts: set[str] = set()
+            for group in old_groups:
+                members = self._rack_info[group]
+                info = members.pop(bookie)
+                if not members:
+                    del self._rack_info[group]
+                for host in _hosts_named(bookie, info):
+                    del self._host_writers[host][(group, bookie)]
+                    touched_hosts.add(host)
+            for group in new_groups:
+                info = listing[group]
+                self._rack_info.setdefault(group, {})[bookie] = info
+                rack = pulsar_rack(info.get("rack"))
+                for host in _hosts_named(bookie, info):
+                    self._host_writers.setdefault(host, {})[(group, bookie)] = rack
+                    touched_hosts.add(host)
+            if new_groups:
+                self._groups[bookie] = new_groups
+                self._rack_by_id[bookie] = pulsar_rack(listing[new_groups[-1]].get("rack"))
+            else:
+                self._groups.pop(bookie, None)
+                self._rack_by_id.pop(bookie, None)
+            for host in touched_hosts:
+                named = self._host_writers[host]
+                if named:
+                    self._rack_by_host[host] = named[max(named)]
+                else:
+                    del self._host_writers[host]
+                    del self._rack_by_host[host]
+        return membership_changed
+
+    def is_listed(self, bookie: str) -> bool:
+        """Whether rack info lists `bookie` in some group."""
+        return bookie in self._rack_by_id
+
+    def check_invariants(self) -> None:
+        """Assert the indexes are those a whole update of the current rack info builds (tests only)."""
+        again = LocationResolver(None, self._rack_info)
+        for name in ("_rack_info", "_rack_by_id", "_rack_by_host", "_host_writers", "_groups"):
+            assert getattr(again, name) == getattr(self, name), f"resolver index {name} differs from rack info"
 
     def groups_of(self, bookie: str) -> tuple[str, ...]:
         """Isolation groups listing `bookie` (sorted), empty if none."""
