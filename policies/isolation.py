@@ -22,8 +22,9 @@ bookies (the explanation says which group was missing). `placement.isolation.fai
 Always refused (differences from Pulsar, which logs and uses what it built so far): group names
 that cannot be read, and a rack-info bookie id that is not a valid bookie id.
 
-Cost: the analysis of a (primary, secondary) pair is cached until membership or rack info changes,
-so a call costs O(excluded bookies) for the set union, not a scan of rack info.
+Cost: the analysis of a (primary, secondary) pair is cached until membership or group membership
+changes (a whole `update_rack_info` counts as one; a rack change alone through `update_rack_entries`
+does not), so a call costs O(excluded bookies) for the set union, not a scan of rack info.
 """
 
 from __future__ import annotations
@@ -285,6 +286,19 @@ class IsolatedPolicy(RackawarePolicy):
         super().update_rack_info(rack_info)
         self._analyses = {}
         self._primary_sets = {}
+
+    def update_rack_entries(self, entries: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> bool:
+        """Rack info changed for some bookies only (see `RackawarePolicy.update_rack_entries`).
+
+        The group analyses depend on group membership, not on racks: they are kept unless a bookie
+        joined or left a group, so a rack change costs O(1) here, a group change a new analysis
+        (O(bookies)) at the next call.
+        """
+        membership_changed = super().update_rack_entries(entries)
+        if membership_changed:
+            self._analyses = {}
+            self._primary_sets = {}
+        return membership_changed
 
     def import_state(self, state: Mapping[str, Any]) -> None:
         super().import_state(state)

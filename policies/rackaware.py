@@ -1533,6 +1533,30 @@ class RackawarePolicy(RackawarePolicyImpl):
         if self.secondary is not None:
             self.secondary.on_bookie_rack_change(bookies)
 
+    def update_rack_entries(self, entries: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> bool:
+        """Rack info changed for `entries`' bookies only (`LocationResolver.update_rack_entries`): the
+        same as `update_rack_info` with the whole new rack info, at O(changed bookies + join failures).
+
+        `update_rack_info` notifies a rack change to every bookie listed before or after (as Pulsar).
+        For a listed bookie whose listing did not change, the notification re-resolves it to where it
+        already is, and does nothing, unless its last move or join failed (`join_failures`, of this
+        instance or the secondary): so only the changed bookies and those are notified. Exact when the
+        caller has notified every change of its mapping (`on_bookie_rack_change`), as the cluster
+        model does: then a known bookie is where it resolves, or recorded as failed.
+
+        Returns:
+            Whether isolation-group membership changed.
+        """
+        resolver = self.resolver
+        failed = set(self.join_failures)
+        if self.secondary is not None:
+            failed |= self.secondary.join_failures.keys()
+        retry = {bookie for bookie in failed if resolver.is_listed(bookie)}
+        membership_changed = resolver.update_rack_entries(entries)
+        retry |= {bookie for bookie in failed if resolver.is_listed(bookie)}
+        self.on_bookie_rack_change(sorted(retry.union(entries)))
+        return membership_changed
+
     def update_bookie_info(self, infos: Mapping[str, BookieInfo]) -> None:
         """Spec §7.2. BK bug fixed (App. A #8): the secondary gets the same weights."""
         super().update_bookie_info(infos)

@@ -38,7 +38,10 @@ them: the disk map (`update_bookie_info`, weights are read only by placement) an
 (`update_rack_info`, read for group membership at placement, and for locations only when the policy
 resolves a bookie that has no mapping entry: it is handed over before such a join, retry or rack
 change). Pulsar notifies a rack-info change to the bookies rack info lists, all of which have a
-mapping entry here, so the deferred notification changes no location.
+mapping entry here, so the deferred notification changes no location (it only retries moves that
+failed). The rack-aware and isolation policies take the listings that changed alone
+(`update_rack_entries`, O(changed bookies)); the others, and the first hand-over after a snapshot
+restore, the whole rack info (O(rack info)).
 
 (About 750 lines: one class whose handlers share the model's indexes, plus its self-check.)
 """
@@ -142,6 +145,9 @@ class ClusterModel:
         self.flapping: set[str] = set()
         self.join_failures: dict[str, str] = {}
         self.rack_info_stale = False
+        # Bookies whose rack-info listing changed since the policy last got rack info (handed over
+        # alone when the policy takes `update_rack_entries`); None: unknown, hand over all of it.
+        self.rack_info_dirty: set[str] | None = set()
         self.disk_stale = False
         self._pending_heap: list[tuple[float, str, float]] = []
         self._history_heap: list[tuple[int, str, int]] = []
@@ -556,6 +562,8 @@ class ClusterModel:
         new_entry = _rack_entry(new)
         if old.group != new.group or old_entry != new_entry:
             rack_changed = True
+            if self.rack_info_dirty is not None:
+                self.rack_info_dirty.add(bookie)
             if old.group is not None:
                 members = self.rack_info[old.group]
                 del members[bookie]
@@ -619,9 +627,24 @@ class ClusterModel:
     # -- deferred whole-map updates ----------------------------------------------------------------
 
     def flush_rack_info(self) -> None:
-        """Hand the current rack info to the policy (Pulsar's `/bookies` watch firing). O(rack info)."""
+        """Hand the current rack info to the policy (Pulsar's `/bookies` watch firing).
+
+        A policy that takes `update_rack_entries` (the rack-aware and isolation policies) gets only
+        the listings that changed, with the same effect: O(changed bookies + join failures). Others,
+        and the first hand-over after a snapshot restore, get the whole rack info: O(rack info).
+        """
         self.rack_info_stale = False
-        self.policy.update_rack_info(self.rack_info)
+        dirty, self.rack_info_dirty = self.rack_info_dirty, set()
+        update_entries = getattr(self.policy, "update_rack_entries", None)
+        if dirty is None or update_entries is None:
+            self.policy.update_rack_info(self.rack_info)
+            return
+        entries = {}
+        for bookie in sorted(dirty):
+            facts = self.facts.get(bookie)
+            group = facts.group if facts is not None else None
+            entries[bookie] = {} if group is None else {group: self.rack_info[group][bookie]}
+        update_entries(entries)
 
     def flush_disk(self) -> None:
         """Hand the full disk map to the policy (`updateBookieInfo`, spec §7.2). O(bookies)."""
@@ -689,6 +712,17 @@ class ClusterModel:
                 assert bookie in registered or bookie in self.absent_since, f"unpinned facts of {bookie} never expire"
         assert self.mapping == expected_mapping, "mapping differs from the bookies' facts"
         assert self.rack_info == expected_racks, "rack info differs from the bookies' facts"
+        assert self.rack_info_stale or not self.rack_info_dirty, "rack-info changes recorded, none pending"
+        resolver = getattr(self.policy, "resolver", None)
+        if resolver is not None and self.rack_info_dirty is not None:
+            # What the policy holds is the model's rack info but for the listings still to hand over.
+            dirty = self.rack_info_dirty
+            theirs, mine = ({group: {b: entry for b, entry in members.items() if b not in dirty}
+                             for group, members in info.items()} for info in (resolver.rack_info, self.rack_info))
+            assert {g: m for g, m in theirs.items() if m} == {g: m for g, m in mine.items() if m}, \
+                "the policy's rack info differs from the model's beyond the changes to hand over"
+        if resolver is not None:
+            resolver.check_invariants()
         for bookie in self.disk:
             assert bookie in registered or bookie in self.absent_since, f"disk report of {bookie} never expires"
         assert self.flapping <= self.flaps.keys(), "a flapping bookie has no departures"

@@ -233,6 +233,9 @@ def from_document(document: dict[str, Any], conf: Mapping[str, Any],
         model.rack_info_stale = False
         model.disk_stale = model.placement.disk_weighted
         model.version += 1
+    # The policy now holds the rack info as it is (or none), not as it was when the snapshot was
+    # taken: a pending hand-over is of the whole rack info, as it was before per-bookie hand-overs.
+    model.rack_info_dirty = None if model.rack_info_stale else set()
     model.audit.import_state(document["audit"])
     if document["health"] is None:
         model.health = TopologyHealth.adopt(model.cluster, model)

@@ -174,3 +174,55 @@ def test_moving_a_bookie_out_of_the_group_takes_effect_at_the_next_request():
     runner.run(*[create(2, f"r{i}", 3, 2, 2) for i in range(20)])
     placed = {b for i in range(20) for b in runner.decision(f"r{i}")["ensemble"]}
     assert placed == {"g0:3181", "g1:3181", "g2:3181"}
+
+
+def test_a_grouped_bookies_rack_change_hands_the_policy_that_bookie_alone():
+    """Regression: after a `bookie_location` for a grouped bookie, the next request handed the whole
+    rack info to the policy, which re-read it and notified every listed bookie (O(bookies) per rack
+    change: 13 ms at 5,000 grouped bookies). Now the policy gets the changed listing alone, and the
+    group analysis, which a rack change does not affect, is kept."""
+    from unittest import mock
+
+    from policies.resolver import LocationResolver
+    from state import step
+
+    runner = Runner({**ISOLATED, "networkTopologyStabilizePeriodSeconds": "30"})
+    runner.run(*[writable(0, f"g{i:03d}:3181", f"/r{i % 5}", group=("g1", "g2")[i % 2]) for i in range(200)])
+    runner.run(create(1, "warm", 3, 2, 2))
+    policy = runner.model.policy
+    notified = []
+    on_rack_change = type(policy).on_bookie_rack_change
+
+    def counting(self, bookies):
+        bookies = list(bookies)
+        notified.extend(bookies)
+        return on_rack_change(self, bookies)
+
+    with mock.patch.object(type(policy), "on_bookie_rack_change", counting), \
+            mock.patch.object(LocationResolver, "update_rack_info", side_effect=AssertionError("whole rack info")), \
+            mock.patch.object(LocationResolver, "group_members", wraps=policy.resolver.group_members) as members:
+        produced = step(runner.model, runner.cluster, [location(2, "g007:3181", "/r9"), create(3, "after", 3, 2, 2)],
+                        runner.settings, runner.conf).outputs
+    runner.model.check_invariants()
+    assert notified == ["g007:3181", "g007:3181"], "at the event (mapping), then at the request (rack info)"
+    assert members.call_count == 0, "the group analysis was rebuilt for a rack change"
+    assert runner.model.policy.known["g007:3181"] == "/r9"
+    [after] = runner.decisions(produced)
+    assert after["error"] is None and after["request_id"] == "after"
+
+
+def test_a_listed_bookie_whose_move_failed_is_retried_when_rack_info_is_handed_over():
+    """Handing rack info over notifies a rack change to every listed bookie (Pulsar); only those whose
+    last move failed can react, so handing over the changed listings alone must still retry them:
+    here X's move to a location of another depth succeeds once Y, the last bookie of the old
+    depth, has left, at the request after Y's listing changed."""
+    X, Y = "x:3181", "y:3181"
+    runner = Runner(ISOLATED)
+    runner.run(writable(0, X, "/r1", group="g1"), writable(0, Y, "/r2", group="g1"))
+    runner.run(location(1, X, "/region/r9"), create(2, "r1", 1, 1, 1))
+    assert known(runner)[X] == "/r1" and X in runner.model.policy.join_failures
+    runner.run(lost(3, Y), location(4, Y, "/r5"))
+    assert known(runner)[X] == "/r1", "nothing retried the move yet"
+    runner.run(create(5, "r2", 1, 1, 1))
+    assert known(runner)[X] == "/region/r9"
+    assert runner.decision("r2")["ensemble"] == [X]

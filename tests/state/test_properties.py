@@ -13,7 +13,7 @@ from unittest import mock
 from hypothesis import given
 from hypothesis import strategies as st
 
-from state import ModelSettings, dumps, loads, step
+from state import ClusterModel, ModelSettings, dumps, loads, step
 from state.health import TopologyHealth
 from state.snapshot import to_document
 from tests.state.helpers import CLUSTER
@@ -97,6 +97,27 @@ def test_pending_leaves_read_from_the_change_log_match_a_whole_comparison(case, 
     with mock.patch.object(TopologyHealth, "observe", checked):
         run(CONFS[name], split(records, cuts), snapshot=snapshot)
     assert len(compared) >= sum(1 for r in records if not hasattr(r, "request_id"))
+
+
+@given(case=configured_streams(metadata_groups=True), cuts=st.lists(st.integers(0, 40), max_size=3),
+       snapshot=st.booleans())
+def test_rack_info_handed_over_by_bookie_matches_the_whole_hand_over(case, cuts, snapshot):
+    """Handing the policy only the rack-info listings that changed (`update_rack_entries`) gives the
+    outputs and the final model that handing it the whole rack info (as before) gives."""
+    name, records = case
+    conf = CONFS[name]
+    batches = split(records, cuts)
+    model, produced = run(conf, batches, snapshot=snapshot)
+    flush = ClusterModel.flush_rack_info
+
+    def whole(self):
+        self.rack_info_dirty = None            # unknown changes: the whole rack info
+        flush(self)
+
+    with mock.patch.object(ClusterModel, "flush_rack_info", whole):
+        reference, expected = run(conf, batches, snapshot=snapshot)
+    assert produced == expected
+    assert to_document(model) == to_document(reference)
 
 
 def shard_of(record, shards):
