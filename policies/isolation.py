@@ -39,7 +39,7 @@ from .api import PlacementResult
 from .errors import NotEnoughBookiesError, PlacementError
 from .provenance import RULE_ISOLATION, failed, fixed, no_fix
 from .rackaware import Clock, RackawarePolicy
-from .resolver import LocationResolver, RackInfo
+from .resolver import LocationResolver, RackInfo, is_valid_bookie_id  # noqa: F401 - also public here
 from .settings import ISOLATION_POLICY_CLASS, PlacementSettings
 
 POLICY_CONFIG_KEY = "EnsemblePlacementPolicyConfig"
@@ -136,13 +136,6 @@ def groups_from_metadata(custom_metadata: Mapping[str, Any] | None, default: Iso
 def _undecodable(default: IsolationGroups, why: str) -> IsolationGroups:
     return IsolationGroups(default.primary, default.secondary, default.source,
                            f"ledger {POLICY_CONFIG_KEY} could not be decoded ({why}): used the client's groups")
-
-
-def is_valid_bookie_id(bookie: str) -> bool:
-    """BookKeeper's `BookieId` rule (rackaware spec §1.1): letters, digits, `.`, `-` and 0x3A-0x5F."""
-    if not bookie or bookie.lower() == "readonly":
-        return False
-    return all(c.isascii() and (c.isalnum() or c in ".-" or 0x3A <= ord(c) <= 0x5F) for c in bookie)
 
 
 # -- the excluded set (spec §4.5) --------------------------------------------------------------------
@@ -364,12 +357,13 @@ class IsolatedPolicy(RackawarePolicy):
             note = (f"isolation group(s) {', '.join(missing)} named by {where} do not exist in rack info "
                     f"(groups: {known}): they hold no bookies, as in Pulsar (placement.isolation.failClosed=true "
                     "refuses instead)")
-        for group, bookies in members.items():
-            bad = [b for b in bookies if not is_valid_bookie_id(b)]
-            if bad:
-                raise IsolationGroupError(
-                    f"rack info group {group!r} lists invalid bookie id(s) {', '.join(map(repr, bad))}: "
-                    "isolation cannot be applied; fix the rack info (bookie ids are host:port)")
+        # The resolver indexes invalid ids as rack info changes: O(invalid ids), not a scan of rack info.
+        invalid = self.resolver.invalid_members()
+        if invalid:
+            group, bad = next(iter(invalid.items()))       # the first such group in name order
+            raise IsolationGroupError(
+                f"rack info group {group!r} lists invalid bookie id(s) {', '.join(map(repr, bad))}: "
+                "isolation cannot be applied; fix the rack info (bookie ids are host:port)")
         return note
 
     def _prepare(self, ensemble_size: int, custom_metadata: Mapping[str, Any] | None,

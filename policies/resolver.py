@@ -47,6 +47,16 @@ def pulsar_rack(rack: Any) -> str | None:
     return rack if rack.startswith("/") else "/" + rack
 
 
+def is_valid_bookie_id(bookie: str) -> bool:
+    """BookKeeper's `BookieId` rule (rackaware spec §1.1): letters, digits, `.`, `-` and 0x3A-0x5F.
+
+    (The isolation policy refuses rack info that lists another id; the resolver indexes them.)
+    """
+    if not bookie or bookie.lower() == "readonly":
+        return False
+    return all(c.isascii() and (c.isalnum() or c in ".-" or 0x3A <= ord(c) <= 0x5F) for c in bookie)
+
+
 def _entry(group: Any, bookie: Any, info: Any) -> dict[str, Any]:
     """A copy of one rack-info entry; ValueError names a malformed group or entry."""
     if not isinstance(group, str):
@@ -69,7 +79,7 @@ def _hosts_named(bookie: str, info: Mapping[str, Any]) -> tuple[str, ...]:
 class LocationResolver:
     """Resolves bookie ids to raw network locations and knows isolation-group membership."""
 
-    __slots__ = ("mapping", "_rack_info", "_rack_by_id", "_rack_by_host", "_host_writers", "_groups")
+    __slots__ = ("mapping", "_rack_info", "_rack_by_id", "_rack_by_host", "_host_writers", "_groups", "_invalid")
 
     def __init__(self, mapping: Mapping[str, str] | None = None, rack_info: RackInfo | None = None) -> None:
         self.mapping = mapping
@@ -81,6 +91,8 @@ class LocationResolver:
         # a whole update writes last. Lets `update_rack_entries` change one entry exactly.
         self._host_writers: dict[str, dict[tuple[str, str], str | None]] = {}
         self._groups: dict[str, tuple[str, ...]] = {}
+        # group -> listed ids that are not valid bookie ids; None until first asked for after a whole update.
+        self._invalid: dict[str, set[str]] | None = None
         self.update_rack_info(rack_info or {})
 
     @property
@@ -121,6 +133,7 @@ class LocationResolver:
         self._rack_by_host = by_host
         self._host_writers = writers
         self._groups = {b: tuple(g) for b, g in groups.items()}
+        self._invalid = None
         return before | set(by_id)
 
     def update_rack_entries(self, entries: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> bool:
@@ -142,18 +155,25 @@ class LocationResolver:
             old_groups = self._groups.get(bookie, ())
             new_groups = tuple(sorted(listing))
             membership_changed = membership_changed or old_groups != new_groups
+            invalid = self._invalid if self._invalid is not None and not is_valid_bookie_id(bookie) else None
             touched_hosts: set[str] = set()
             for group in old_groups:
                 members = self._rack_info[group]
                 info = members.pop(bookie)
                 if not members:
                     del self._rack_info[group]
+                if invalid is not None:
+                    invalid[group].discard(bookie)
+                    if not invalid[group]:
+                        del invalid[group]
                 for host in _hosts_named(bookie, info):
                     del self._host_writers[host][(group, bookie)]
                     touched_hosts.add(host)
             for group in new_groups:
                 info = listing[group]
                 self._rack_info.setdefault(group, {})[bookie] = info
+                if invalid is not None:
+                    invalid.setdefault(group, set()).add(bookie)
                 rack = pulsar_rack(info.get("rack"))
                 for host in _hosts_named(bookie, info):
                     self._host_writers.setdefault(host, {})[(group, bookie)] = rack
@@ -182,10 +202,24 @@ class LocationResolver:
         again = LocationResolver(None, self._rack_info)
         for name in ("_rack_info", "_rack_by_id", "_rack_by_host", "_host_writers", "_groups"):
             assert getattr(again, name) == getattr(self, name), f"resolver index {name} differs from rack info"
+        if self._invalid is not None:
+            assert again.invalid_members() == self.invalid_members(), "invalid-id index differs from rack info"
 
     def groups_of(self, bookie: str) -> tuple[str, ...]:
         """Isolation groups listing `bookie` (sorted), empty if none."""
         return self._groups.get(bookie, ())
+
+    def invalid_members(self) -> dict[str, tuple[str, ...]]:
+        """group -> sorted ids it lists that are not valid bookie ids (`is_valid_bookie_id`), groups in
+        name order; only groups that list some. O(invalid ids), after a whole update O(rack info) once."""
+        invalid = self._invalid
+        if invalid is None:
+            invalid = self._invalid = {}
+            for group, members in self._rack_info.items():
+                bad = {bookie for bookie in members if not is_valid_bookie_id(bookie)}
+                if bad:
+                    invalid[group] = bad
+        return {group: tuple(sorted(bad)) for group, bad in sorted(invalid.items())}
 
     def group_members(self) -> dict[str, tuple[str, ...]]:
         """group -> sorted bookie ids listed in it."""

@@ -310,6 +310,16 @@ def test_an_invalid_bookie_id_in_rack_info_is_an_error():
         policy.new_ensemble(1, 1, 1, {})
 
 
+def test_invalid_bookie_ids_are_named_for_the_first_such_group_sorted_also_after_a_per_bookie_update():
+    policy = make_policy(groups(group1={B1: "rack0"}, group2={B2: "rack1"}),
+                         bookkeeperClientIsolationGroups="group1")
+    policy.new_ensemble(1, 1, 1, {})
+    policy.update_rack_entries({"z z:1": {"group2": {"rack": "rack1"}}, "a/b:1": {"group2": {"rack": "rack1"}},
+                                "c c:1": {"group3": {"rack": "rack1"}}})
+    with pytest.raises(IsolationGroupError, match=r"group 'group2' lists invalid bookie id\(s\) 'a/b:1', 'z z:1':"):
+        policy.new_ensemble(1, 1, 1, {})
+
+
 @pytest.mark.parametrize("bookie, valid", [("127.0.0.1:3181", True), ("bookie-1.example.com:3181", True),
                                            ("host_1:3181", True), ("readonly", False), ("READONLY", False),
                                            ("", False), ("a/b:1", False), ("a b:1", False), ("é:1", False)])

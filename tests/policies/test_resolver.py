@@ -66,8 +66,9 @@ def test_malformed_rack_info_is_rejected():
         LocationResolver(None, {"g": {"a:1": "rack1"}})
 
 
-# Bookies sharing hosts (h1, h2) and host names, so entries compete for the same host keys.
-_BOOKIES = ("h1:1", "h1:2", "h2:1", "h3:1", "h3")
+# Bookies sharing hosts (h1, h2) and host names, so entries compete for the same host keys; and two
+# ids that are not valid bookie ids (the isolation policy refuses rack info listing them).
+_BOOKIES = ("h1:1", "h1:2", "h2:1", "h3:1", "h3", "h1:bad id", "readonly")
 _ENTRY = st.fixed_dictionaries({"rack": st.sampled_from(["/r1", "r2", "/", "", "/a/b"]),
                                 "hostname": st.sampled_from([None, "", "h1", "h3", "name"])})
 _LISTING = st.dictionaries(st.sampled_from(["g1", "g2", "g3"]), _ENTRY, max_size=2)
@@ -87,9 +88,10 @@ def _whole(listings):
 def test_updating_some_entries_is_updating_the_whole_rack_info_so_changed(first, changes):
     """`update_rack_entries` leaves the resolver as `update_rack_info` with the whole new rack info
     would: same indexes (the last group's rack per bookie, the last entry's rack per host), same
-    answers, and it reports whether group membership changed."""
+    answers, the same invalid ids, and it reports whether group membership changed."""
     listings = {b: listing for b, listing in first.items() if listing}
     resolver = LocationResolver({"h3": "/mapped"}, _whole(listings))
+    resolver.invalid_members()      # indexed from now on, kept up to date by each update
     for change in changes:
         before = {b: resolver.groups_of(b) for b in _BOOKIES}
         membership_changed = resolver.update_rack_entries(change)
@@ -99,6 +101,7 @@ def test_updating_some_entries_is_updating_the_whole_rack_info_so_changed(first,
         resolver.check_invariants()
         assert resolver.rack_info == whole.rack_info
         assert resolver.group_members() == whole.group_members()
+        assert resolver.invalid_members() == whole.invalid_members()
         for bookie in (*_BOOKIES, "h1:9", "h2:9", "name:1", "h3:9"):
             assert resolver.resolve(bookie) == whole.resolve(bookie), bookie
             assert resolver.groups_of(bookie) == whole.groups_of(bookie), bookie
