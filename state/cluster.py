@@ -495,9 +495,12 @@ class ClusterModel:
         """Hand the current membership to the policy (one call) and report new join failures."""
         if self.rack_info_stale and self._resolves_through_rack_info(joined):
             self.flush_rack_info()
+        # The policy retries the bookies whose join failed: one that left before, and was writable
+        # again without a usable location, joins now, and returns as surely as a plain joiner.
+        retried = tuple(getattr(self.policy, "join_failures", None) or ())
         self.policy.on_cluster_changed(self.writable, self.readonly)
         known = getattr(self.policy, "known", None)
-        for bookie in joined:
+        for bookie in (*joined, *retried):
             if bookie in self.pending and (known is None or bookie in known):
                 self._end_pending(bookie)    # back inside the window: the pending leave is cancelled
         if self.placement.disk_weighted and not self.disk_stale:

@@ -147,3 +147,18 @@ def test_delays_ending_one_by_one_walk_the_pending_leaves_linearly_in_all():
     assert len([a for a in alerts if a["type"] == ALERT_DEPARTURE_PENDING + ".resolved"]) == count
     assert counting.walked <= 2 * count, f"{counting.walked} entries walked for {count} departures"
     model.check_invariants()
+
+
+def test_a_departed_bookie_back_after_a_failed_join_returns_when_its_location_is_fixed():
+    """It left, came back writable at a location of another depth (the join fails, so its leave stays
+    pending), then its location was fixed and it joined: its pending leave is cancelled, as for any
+    bookie back inside the window. It used to stay pending while the bookie was placed, and a later
+    departure kept the first one's time, so the model and the policy disagreed on when it ends."""
+    runner = Runner(STABILIZED)
+    three_racks(runner)
+    runner.run(readonly(1_000, C), writable(2_000, C, "/deep/r3"))
+    assert C in runner.model.join_failures and C in runner.model.pending_leaves()
+    runner.run(writable(3_000, C, "/r3"))
+    assert C not in runner.model.join_failures and runner.model.pending_leaves() == {}
+    runner.run(lost(5_000, C))
+    assert runner.model.pending_leaves() == {C: (T0 + 5_000) / 1000 + 30}
