@@ -318,10 +318,12 @@ class IsolatedPolicy(RackawarePolicy):
     def _analysis(self, groups: IsolationGroups) -> _GroupAnalysis | None:
         """The cached §4.5 analysis of a (primary, secondary) pair; None when rack info has no groups.
 
+        Cached per source too: its note on missing groups says who named them (the ledger or the client).
+
         Raises:
             IsolationGroupError: as `isolation_exclusion`.
         """
-        key = (groups.primary, groups.secondary)
+        key = (groups.primary, groups.secondary, groups.source)
         analysis = self._analyses.get(key)
         if analysis is None:
             members = self.resolver.group_members()

@@ -265,6 +265,20 @@ def test_a_misspelt_group_in_ledger_metadata_places_like_pulsar_and_says_so():
     assert result.explain["relaxed"][0]["admitted"] == "ungrouped"
 
 
+def test_the_missing_group_note_names_who_named_it_whatever_was_asked_before():
+    """The same missing group named by a ledger, then by the client's defaults: each explanation says
+    who named it. The analysis was cached by groups alone, so the second call repeated the first one's
+    "named by the ledger" (seen as decisions that differed after a snapshot restore, where the audit's
+    re-check had asked first)."""
+    policy = make_policy(groups(group1={B1: "rack0", B2: "rack1"}), bookkeeperClientIsolationGroups="gruop1")
+    by_ledger = policy.new_ensemble(2, 2, 2, ledger_config("gruop1"), rng=random.Random(1))
+    by_client = policy.new_ensemble(2, 2, 2, {}, rng=random.Random(1))
+    assert by_ledger.explain["fallbacks"][0].startswith("isolation group(s) gruop1 named by the ledger")
+    assert by_client.explain["fallbacks"][0].startswith(
+        "isolation group(s) gruop1 named by bookkeeperClientIsolationGroups")
+    assert by_client.ensemble == by_ledger.ensemble
+
+
 def test_fail_closed_without_rack_info_a_named_group_is_an_error_not_an_unisolated_placement():
     """placement.isolation.failClosed=true: Pulsar with no /bookies data excludes nothing; this refuses."""
     policy = make_policy({}, bookkeeperClientIsolationGroups="group1", **FAIL_CLOSED)
