@@ -1525,6 +1525,10 @@ class RackawarePolicy(RackawarePolicyImpl):
         if self.secondary is not None:
             self.secondary.handle_bookies_that_joined(bookies)
 
+    def is_departing(self, bookie: str) -> bool:
+        """Whether the stabilized view keeps `bookie` as a departure waiting out its delay."""
+        return self.secondary is not None and bookie in self.secondary.topology.pending  # type: ignore[attr-defined]
+
     def on_bookie_rack_change(self, bookies: Iterable[str]) -> None:
         """Spec §2.5. BK bug fixed (App. A #8): the secondary gets the rack change too."""
         bookies = list(bookies)

@@ -360,8 +360,22 @@ class RegionawarePolicy(TopologyAwarePolicy):
                 per_region.setdefault(region, []).append(bookie)
             for region, joined in sorted(per_region.items()):
                 self.sub_policies[region].handle_bookies_that_joined(joined)
+                self._forget_departures_elsewhere(region, joined)
         finally:
             self._membership_changed()
+
+    def _forget_departures_elsewhere(self, region: str, joined: list[str]) -> None:
+        """Bookies that left another region and return in `region` leave that region's stabilized
+        view at once: they are back, and a bookie is in one region (as for a move, `_move_regions`).
+        Java's old region keeps such a bookie as a departure until its delay ends. O(regions) per joiner."""
+        if self.settings.stabilize_period_s <= 0:
+            return
+        for other in self._regions:
+            if other != region:
+                sub = self.sub_policies[other]
+                away = [bookie for bookie in joined if sub.is_departing(bookie)]
+                if away:
+                    sub.handle_bookies_that_moved_away(away)
 
     def on_bookie_rack_change(self, bookies: Iterable[str]) -> None:
         """Re-resolve known bookies; a bookie whose region changed moves to the new region's sub-policy."""

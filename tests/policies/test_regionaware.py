@@ -134,6 +134,22 @@ def test_a_bookie_moved_to_another_region_is_not_kept_as_a_departure_of_the_old_
     assert policy.sub_policies["r2"].known["a:3181"] == "/r2/k2"
 
 
+def test_a_departed_bookie_that_returns_in_another_region_is_no_longer_a_departure_of_the_old_one():
+    """a:3181 leaves r1 (a pending departure there), then comes back writable at /r2/k2: it is back,
+    and in r2 only. r1's stabilized view used to keep it pending for the rest of the period (its
+    retries could place it in r1), while the engine, seeing the bookie return, cancelled the leave."""
+    bookies = {"a:3181": "/r1/k1", "b:3181": "/r1/k2", "c:3181": "/r2/k1"}
+    policy, mapping = make_policy(bookies, clock=ManualClock(), networkTopologyStabilizePeriodSeconds="30")
+    policy.on_cluster_changed(["b:3181", "c:3181"], [])
+    assert set(policy.pending_leaves()) == {"a:3181"}
+    mapping["a:3181"] = "/r2/k2"
+    policy.on_cluster_changed(["a:3181", "b:3181", "c:3181"], [])
+    policy.check_invariants()
+    assert policy.pending_leaves() == {}
+    assert "a:3181" not in policy.sub_policies["r1"].secondary.topology
+    assert policy.sub_policies["r2"].known["a:3181"] == "/r2/k2"
+
+
 def test_a_rack_change_the_policy_refuses_leaves_the_sub_policy_alone_too():
     """The only bookie of region r1 is given a location of another depth: the policy refuses the move
     (the cluster's other leaves are one level deeper) and keeps it at /r1; its region's sub-policy, where
