@@ -32,6 +32,17 @@ def write_sets(ensemble_size: int, write_quorum: int) -> list[list[int]]:
     return [[(i + j) % ensemble_size for j in range(write_quorum)] for i in range(ensemble_size)]
 
 
+def write_set_moves(values: list[Any], write_quorum: int) -> zip[tuple[Any, Any]]:
+    """(leaving, entering) values as write set i becomes write set i + 1, for i = 0 .. E - 2.
+
+    Write set i covers positions i .. i+W-1 (mod E), so the step drops position i and takes position
+    i+W (mod E). Meant for 1 <= W < E, where every write set is W distinct positions: the adherence
+    checks keep per-location counts of write set 0 and apply these moves, O(E) in all instead of
+    O(E x W) for building every write set.
+    """
+    return zip(values, values[write_quorum:] + values[:write_quorum - 1])
+
+
 def add_missing_indices(write_set: list[int], ensemble_size: int) -> list[int]:
     """Append every ensemble index not in `write_set`, ascending (`WriteSet.addMissingIndices`)."""
     present = set(write_set)
