@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .api import Adherence, HealthInfo, PlacementResult
-from .base import Clock, TopologyAwarePolicy, add_missing_indices
+from .base import Clock, TopologyAwarePolicy, add_missing_indices, write_set_moves
 from .errors import InvalidLocationError, NotEnoughBookiesError
 from .provenance import (POSITIONS, RULE_ZONES, failed, fixed, no_fix, position as position_name, retried,
                          unavailable)
@@ -62,6 +62,9 @@ _CUT_CACHE_LIMIT = 4096
 _FIRST_CUT_LIMIT = 8192
 # Weighted selectors an index keeps for enumerated views (at most `_ENUMERATE_BELOW` bookies each).
 _SELECTOR_CACHE_LIMIT = 1024
+# From this write quorum up, adherence slides per-zone counts along the write sets (O(E)) instead of
+# building each write set (O(E x W), faster for the small quorums of everyday ledgers).
+_SLIDING_ADHERENCE_FROM = 8
 UNRESOLVED: ZoneUD = (DEFAULT_ZONE, DEFAULT_UPGRADEDOMAIN)
 
 
@@ -948,9 +951,10 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         return self._adherence([self.zone_of(b) for b in ensemble], write_quorum)
 
     def _adherence(self, located: Sequence[ZoneUD | None], write_quorum: int) -> Adherence:
-        """§3.6 step 2 over the (zone, UD) of each position (the size checks are done). Cost: O(E x W).
+        """§3.6 step 2 over the (zone, UD) of each position (the size checks are done).
 
-        With W == E every write quorum holds the whole ensemble, so one window is judged.
+        With W == E every write quorum holds the whole ensemble, so one window is judged. Cost: O(E) then
+        and from `_SLIDING_ADHERENCE_FROM` on (`_slide_zone_adherence`), O(E x W) below.
         """
         size = len(located)
         if None in located or UNRESOLVED in located:
@@ -958,6 +962,9 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         desired = min(write_quorum, self.desired_zones)
         min_zones = self.min_zones
         result = Adherence.MEETS_STRICT
+        if _SLIDING_ADHERENCE_FROM <= write_quorum < size:
+            # Every slot is located (checked above).
+            return _slide_zone_adherence(list(located), write_quorum, min_zones, desired)  # type: ignore[arg-type]
         if write_quorum == size:
             doubled = located
             zone_list = [pair[0] for pair in located]  # type: ignore[index]
@@ -1018,10 +1025,15 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         return self.is_ensemble_adhering(ensemble, write_quorum, ack_quorum) == Adherence.MEETS_SOFT
 
     def _soft_quorums(self, ensemble: Sequence[str], write_quorum: int) -> int:
-        """Write quorums spanning fewer than min(W, desiredNumZonesPerWriteQuorum) zones."""
+        """Write quorums spanning fewer than min(W, desiredNumZonesPerWriteQuorum) zones.
+
+        Cost: O(E x W) below `_SLIDING_ADHERENCE_FROM`, O(E) from there on (`_count_short_write_sets`).
+        """
         size = len(ensemble)
         zones = [self.zone_of(b)[0] for b in ensemble]
         desired = min(write_quorum, self.desired_zones)
+        if write_quorum >= _SLIDING_ADHERENCE_FROM:
+            return _count_short_write_sets(zones, write_quorum, desired)
         return sum(1 for start in range(size)
                    if len({zones[(start + j) % size] for j in range(write_quorum)}) < desired)
 
@@ -1102,6 +1114,97 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         assert sorted(index.flat) == sorted(self.known)
         for rack in index.racks:
             assert all(index.rack_of[b] == index.racks.index(rack) for b in index.flat[rack.start:rack.end])
+
+
+def _slide_zone_adherence(located: list[ZoneUD], write_quorum: int, min_zones: int, desired: int) -> Adherence:
+    """`ZoneawarePolicy._adherence`'s loop over the E write sets (1 <= W < E; every slot located) in O(E).
+
+    A write set fails when it spans fewer than `min_zones` zones, or when some zone holds two or more
+    of its members in a single upgrade domain (the UD rule, which cannot bite while all W members are
+    in distinct zones); it is soft below `desired` zones. Counts of members per zone and per (zone, UD)
+    and of the zones breaking the UD rule follow the write set as it slides (`write_set_moves`).
+    """
+    per_zone: dict[str, int] = {}
+    per_pair: dict[ZoneUD, int] = {}
+    domains: dict[str, int] = {}    # zone -> upgrade domains it has in the write set
+    broken = 0                      # zones with two or more members, all in one upgrade domain
+
+    def enter(pair: ZoneUD) -> int:
+        """Count `pair` in; return the change in `broken`."""
+        zone = pair[0]
+        members = per_zone.get(zone, 0)
+        uds = domains.get(zone, 0)
+        was = members > 1 and uds == 1
+        per_zone[zone] = members + 1
+        copies = per_pair.get(pair, 0)
+        per_pair[pair] = copies + 1
+        if not copies:
+            uds += 1
+            domains[zone] = uds
+        return (uds == 1 and members > 0) - was
+
+    def leave(pair: ZoneUD) -> int:
+        """Count `pair` out; return the change in `broken`."""
+        zone = pair[0]
+        members = per_zone[zone]
+        uds = domains[zone]
+        was = members > 1 and uds == 1
+        if members == 1:
+            del per_zone[zone]
+        else:
+            per_zone[zone] = members - 1
+        copies = per_pair[pair]
+        if copies == 1:
+            del per_pair[pair]
+            uds -= 1
+            if uds:
+                domains[zone] = uds
+            else:
+                del domains[zone]
+        else:
+            per_pair[pair] = copies - 1
+        return (uds == 1 and members > 2) - was
+
+    for pair in located[:write_quorum]:
+        broken += enter(pair)
+    zones = len(per_zone)
+    if zones < min_zones or broken:
+        return Adherence.FAIL
+    soft = zones < desired
+    for leaving, entering in write_set_moves(located, write_quorum):
+        if leaving == entering:
+            continue
+        broken += enter(entering) + leave(leaving)
+        zones = len(per_zone)
+        if zones < min_zones or broken:
+            return Adherence.FAIL
+        soft = soft or zones < desired
+    return Adherence.MEETS_SOFT if soft else Adherence.MEETS_STRICT
+
+
+def _count_short_write_sets(zones: list[str], write_quorum: int, desired: int) -> int:
+    """How many of the E write sets (W >= 1) span fewer than `desired` of `zones`, in O(E).
+
+    With W >= E every write set holds every position; below, per-zone counts follow the write set
+    as it slides (`write_set_moves`).
+    """
+    size = len(zones)
+    if write_quorum >= size:
+        return size if len(set(zones)) < desired else 0
+    counts: dict[str, int] = {}
+    for zone in zones[:write_quorum]:
+        counts[zone] = counts.get(zone, 0) + 1
+    short = int(len(counts) < desired)
+    for leaving, entering in write_set_moves(zones, write_quorum):
+        if leaving != entering:
+            counts[entering] = counts.get(entering, 0) + 1
+            left = counts[leaving] - 1
+            if left:
+                counts[leaving] = left
+            else:
+                del counts[leaving]
+        short += len(counts) < desired
+    return short
 
 
 def _check_sizes(ensemble_size: int, write_quorum: int) -> None:

@@ -10,13 +10,15 @@ bookies, default-rack members, repeated members, W from 1 to past E.
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 from policies import Adherence, create_policy
 from policies.rackaware import _write_sets_span
+from policies.zoneaware import UNRESOLVED, _count_short_write_sets, _slide_zone_adherence
 
 from .conftest import build_policy
 
-STRICT, FAIL = Adherence.MEETS_STRICT, Adherence.FAIL
+STRICT, SOFT, FAIL = Adherence.MEETS_STRICT, Adherence.MEETS_SOFT, Adherence.FAIL
 
 
 def write_set(values, start, write_quorum):
@@ -102,3 +104,115 @@ def test_rack_adherence_of_a_1024_member_ensemble_with_shared_racks():
     assert policy.is_ensemble_adhering(ensemble, 512, 2) == STRICT
     assert policy.is_ensemble_adhering(ensemble, 200, 2) == FAIL  # 103 members per rack: 2 racks in some
     assert reference_rack_adherence(policy, ensemble, 200) == FAIL
+
+
+# -- zone-aware (spec bookkeeper-region-zone-isolation.md §3.6) --------------------------------------
+
+
+def reference_zone_adherence(policy, ensemble, write_quorum):
+    size = len(ensemble)
+    if size == 0 or write_quorum < 1 or size % write_quorum or write_quorum <= policy.min_zones:
+        return FAIL
+    located = [policy.zone_of(b) for b in ensemble]
+    if UNRESOLVED in located:
+        return FAIL
+    result = STRICT
+    for start in range(size):
+        quorum = write_set(located, start, write_quorum)
+        zones = Counter(zone for zone, _ in quorum)
+        domains = Counter(zone for zone, _ in set(quorum))
+        if len(zones) < policy.min_zones or any(zones[z] > 1 and domains[z] < 2 for z in zones):
+            return FAIL
+        if len(zones) < min(write_quorum, policy.desired_zones):
+            result = SOFT
+    return result
+
+
+def zone_policy(rng):
+    """2-6 zones of 1-3 upgrade domains of 1-3 bookies, some unmapped; random zone settings."""
+    locations = {f"z{z}u{u}b{k}:3181": f"/zone{z}/ud{u}"
+                 for z in range(rng.randint(2, 6)) for u in range(rng.randint(1, 3)) for k in range(rng.randint(1, 3))}
+    min_zones = rng.randint(1, 3)
+    policy = create_policy({"ensemblePlacementPolicy": "zoneaware", "minNumZonesPerWriteQuorum": min_zones,
+                            "desiredNumZonesPerWriteQuorum": rng.randint(min_zones, 6)}, resolver=locations)
+    policy.on_cluster_changed(sorted(locations) + ["unmapped:3181"], [])
+    pool = sorted(locations)
+    if rng.random() < 0.2:
+        pool.append("unmapped:3181")
+    return policy, pool
+
+
+def test_zone_adherence_equals_the_write_set_definition():
+    """ZoneawarePolicy.is_ensemble_adhering answers what judging every write quorum answers."""
+    rng = random.Random(31337)
+    answers = set()
+    for _ in range(600):
+        policy, pool = zone_policy(rng)
+        write_quorum = rng.choice([rng.randint(2, 7), rng.randint(8, 24)])
+        size = write_quorum * rng.randint(1, 4)
+        ensemble = random_ensemble(rng, pool, size)
+        for quorum in (write_quorum, rng.randint(1, size + 2)):
+            got = policy.is_ensemble_adhering(ensemble, quorum, 1)
+            assert got == reference_zone_adherence(policy, ensemble, quorum), (ensemble, quorum)
+            answers.add(got)
+    assert answers == {STRICT, SOFT, FAIL}
+
+
+def test_zone_sliding_adherence_equals_the_write_set_definition_for_every_write_quorum():
+    """`_slide_zone_adherence` (the O(E) path) judges like building every write set, for 1 <= W < E."""
+    rng = random.Random(99)
+    answers = set()
+    for _ in range(500):
+        size = rng.randint(2, 30)
+        located = [(rng.choice("abcd"), rng.choice("xyz")) for _ in range(size)]
+        for write_quorum in range(1, size):
+            min_zones = rng.randint(0, 3)
+            desired = rng.randint(min_zones, 5)
+            expected = STRICT
+            for start in range(size):
+                quorum = write_set(located, start, write_quorum)
+                zones = Counter(zone for zone, _ in quorum)
+                domains = Counter(zone for zone, _ in set(quorum))
+                if len(zones) < min_zones or any(zones[z] > 1 and domains[z] < 2 for z in zones):
+                    expected = FAIL
+                    break
+                if len(zones) < desired:
+                    expected = SOFT
+            got = _slide_zone_adherence(located, write_quorum, min_zones, desired)
+            assert got == expected, (located, write_quorum, min_zones, desired)
+            answers.add(got)
+    assert answers == {STRICT, SOFT, FAIL}
+
+
+def test_zone_count_of_short_write_sets_equals_the_write_set_definition():
+    """`_count_short_write_sets` (relaxation_fix's measure, O(E)) counts like building every write set,
+    for 1 <= W <= E + 2, and `_soft_quorums` agrees with it on a policy's ensembles."""
+    rng = random.Random(4242)
+    for _ in range(500):
+        size = rng.randint(1, 30)
+        zones = [rng.choice(["/z1", "/z2", "/z3", "/z4", "/default-zone"]) for _ in range(size)]
+        for write_quorum in range(1, size + 3):
+            desired = rng.randint(1, 5)
+            expected = sum(1 for start in range(size) if len(set(write_set(zones, start, write_quorum))) < desired)
+            assert _count_short_write_sets(zones, write_quorum, desired) == expected, (zones, write_quorum)
+    for _ in range(200):
+        policy, pool = zone_policy(rng)
+        size = rng.randint(1, 40)
+        ensemble = random_ensemble(rng, pool, size)
+        write_quorum = rng.randint(1, size + 2)
+        zones = [policy.zone_of(b)[0] for b in ensemble]
+        desired = min(write_quorum, policy.desired_zones)
+        expected = sum(1 for start in range(size) if len(set(write_set(zones, start, write_quorum))) < desired)
+        assert policy._soft_quorums(ensemble, write_quorum) == expected
+
+
+def test_zone_adherence_of_a_1024_member_ensemble():
+    """E = 1024 over 40 zones of 4 upgrade domains: W = 512 and W = 64 judged as write set by write set."""
+    locations = {f"z{z}u{u}b{k}:3181": f"/zone{z}/ud{u}" for z in range(40) for u in range(4) for k in range(8)}
+    policy = create_policy({"ensemblePlacementPolicy": "zoneaware"}, resolver=locations)
+    policy.on_cluster_changed(sorted(locations), [])
+    ensemble = random.Random(5).sample(sorted(locations), 1024)
+    for write_quorum in (512, 64, 1024):
+        got = policy.is_ensemble_adhering(ensemble, write_quorum, 2)
+        assert got == reference_zone_adherence(policy, ensemble, write_quorum)
+    assert policy.is_ensemble_adhering(ensemble, 512, 2) == STRICT
