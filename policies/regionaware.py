@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from itertools import chain
 from typing import Any
 
 from . import read_order
 from .api import Adherence, HealthInfo, PlacementResult
-from .base import Clock, TopologyAwarePolicy, add_missing_indices
+from .base import Clock, TopologyAwarePolicy, add_missing_indices, write_set_moves
 from .coverage import CoverageEnsemble
 from .errors import InvalidLocationError, NotEnoughBookiesError
 from .location import DEFAULT_REGION_AND_RACK, ROOT, UNKNOWN_REGION
@@ -42,6 +43,9 @@ POLICY_NAME = "regionaware"
 _LOCAL_RACK_NOTE = "position 0: no eligible bookie in the local rack"
 # The rack-aware engine's note for a region with fewer than two racks (its random path, spec rackaware §4.4).
 _FEWER_RACKS_NOTE = "fewer than 2 racks: random selection"
+# From this write quorum up, adherence and its deficits slide per-rack and per-region counts along the
+# write sets (O(E x regions)) instead of building each write set (O(E x W), faster for small quorums).
+_SLIDING_ADHERENCE_FROM = 8
 
 
 def region_of_location(location: str) -> str:
@@ -1151,7 +1155,13 @@ class RegionawarePolicy(TopologyAwarePolicy):
             at_default += location == self.default_location
             region = self.region_of[bookie]
             copies[region] = copies.get(region, 0) + 1
-        deficit = max(0, min(write_quorum, self.settings.min_racks_per_write_quorum) - len(racks))
+        return self._deficit_of(len(racks), at_default, copies, write_quorum, ack_quorum, min_regions, soft_regions)
+
+    def _deficit_of(self, racks: int, at_default: int, copies: Mapping[str, int], write_quorum: int,
+                    ack_quorum: int, min_regions: int, soft_regions: int) -> tuple[int, bool]:
+        """`_write_set_deficit` of a write set whose known members are in `racks` distinct racks, have
+        `at_default` members at the default location and `copies` members per region (none zero)."""
+        deficit = max(0, min(write_quorum, self.settings.min_racks_per_write_quorum) - racks)
         if self.settings.enforce_min_racks:
             deficit += at_default
         if min_regions > 0:
@@ -1161,13 +1171,91 @@ class RegionawarePolicy(TopologyAwarePolicy):
         return deficit, len(copies) < soft_regions
 
     def _deficits(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int) -> list[tuple[int, bool]]:
-        """`_write_set_deficit` of every write set (W consecutive positions, wrapping). Cost O(E x W)."""
+        """`_write_set_deficit` of every write set (W consecutive positions, wrapping).
+
+        Cost: O(E x W) below `_SLIDING_ADHERENCE_FROM`; from there on O(E) when W >= E (every write
+        set holds every member) and O(E x regions) otherwise (`_sliding_deficits`).
+        """
         size = len(ensemble)
         min_regions = self.min_regions if self.is_durability_enforced() else 0
         soft_regions = min(write_quorum, self.settings.min_racks_per_write_quorum, max(self._populated_regions(), 1))
+        if write_quorum >= _SLIDING_ADHERENCE_FROM:
+            if write_quorum >= size:
+                return [self._write_set_deficit(set(ensemble), write_quorum, ack_quorum, min_regions,
+                                                soft_regions)] * size
+            return self._sliding_deficits(ensemble, 0, size, write_quorum, ack_quorum, min_regions, soft_regions)
         return [self._write_set_deficit({ensemble[(i + j) % size] for j in range(write_quorum)},
                                         write_quorum, ack_quorum, min_regions, soft_regions)
                 for i in range(size)]
+
+    def _sliding_deficits(self, ensemble: Sequence[str], first: int, count: int, write_quorum: int, ack_quorum: int,
+                          min_regions: int, soft_regions: int) -> list[tuple[int, bool]]:
+        """`_write_set_deficit` of the `count` write sets starting at positions first, first+1, ... (mod E),
+        for 1 <= W < E, in O(W + count x regions).
+
+        The write set's distinct members are counted (a member may sit at several positions), and
+        with them its racks, default-location members and copies per region, as it slides one
+        position at a time; a member counts when it enters the set and stops when its last copy leaves.
+        """
+        size = len(ensemble)
+        known = self.known
+        region_of = self.region_of
+        default = self.default_location
+        inside: dict[str, int] = {}
+        racks: dict[str, int] = {}
+        copies: dict[str, int] = {}
+        at_default = 0
+
+        def count_in(bookie: str) -> None:
+            nonlocal at_default
+            held = inside.get(bookie, 0)
+            inside[bookie] = held + 1
+            if held:
+                return
+            location = known.get(bookie)
+            if location is None:
+                return
+            racks[location] = racks.get(location, 0) + 1
+            at_default += location == default
+            region = region_of[bookie]
+            copies[region] = copies.get(region, 0) + 1
+
+        def count_out(bookie: str) -> None:
+            nonlocal at_default
+            held = inside[bookie] - 1
+            if held:
+                inside[bookie] = held
+                return
+            del inside[bookie]
+            location = known.get(bookie)
+            if location is None:
+                return
+            if racks[location] == 1:
+                del racks[location]
+            else:
+                racks[location] -= 1
+            at_default -= location == default
+            region = region_of[bookie]
+            if copies[region] == 1:
+                del copies[region]
+            else:
+                copies[region] -= 1
+
+        for j in range(write_quorum):
+            count_in(ensemble[(first + j) % size])
+        deficit = self._deficit_of(len(racks), at_default, copies, write_quorum, ack_quorum, min_regions,
+                                   soft_regions)
+        deficits = [deficit]
+        for start in range(first, first + count - 1):
+            leaving = ensemble[start % size]
+            entering = ensemble[(start + write_quorum) % size]
+            if leaving != entering:
+                count_in(entering)
+                count_out(leaving)
+                deficit = self._deficit_of(len(racks), at_default, copies, write_quorum, ack_quorum, min_regions,
+                                           soft_regions)
+            deficits.append(deficit)
+        return deficits
 
     @staticmethod
     def _adherence_of(deficits: list[tuple[int, bool]]) -> Adherence:
@@ -1194,7 +1282,8 @@ class RegionawarePolicy(TopologyAwarePolicy):
 
         BK bug fixed (apache/bookkeeper#1898): Java always answers MEETS_STRICT.
 
-        Cost: O(E x W); every member is looked up once (`_deficits` gives the amounts, for repairs).
+        Cost: O(E x W) below `_SLIDING_ADHERENCE_FROM`, O(E x regions) from there on (`_slide_adherence`,
+        `_deficits`); every member is looked up once (`_deficits` gives the amounts, for repairs).
         """
         size = len(ensemble)
         if size == 0:
@@ -1217,6 +1306,9 @@ class RegionawarePolicy(TopologyAwarePolicy):
                                             for bookie, rack in zip(ensemble, racks_at)]
         else:
             regions_at = [region_of[bookie] for bookie in ensemble]
+        if _SLIDING_ADHERENCE_FROM <= write_quorum < size:
+            return self._slide_adherence(racks_at, regions_at, write_quorum, ack_quorum, need_racks, min_regions,
+                                         need_regions)
         # Distinct members: a write set is W consecutive positions, or the whole ensemble when W >= E
         # (then every write set holds the same members and one check answers for all).
         span = min(write_quorum, size)
@@ -1245,6 +1337,47 @@ class RegionawarePolicy(TopologyAwarePolicy):
                 regions = set(regions_at[i:i + span])
                 regions.discard(None)
                 soft = len(regions) < soft_regions
+        return Adherence.MEETS_SOFT if soft else Adherence.MEETS_STRICT
+
+    def _slide_adherence(self, racks_at: list[str | None], regions_at: list[str | None], write_quorum: int,
+                         ack_quorum: int, need_racks: int, min_regions: int, need_regions: int) -> Adherence:
+        """`is_ensemble_adhering`'s loop over the write sets of distinct members (1 <= W < E), judged
+        from per-rack and per-region counts that follow the write set as it slides (`write_set_moves`);
+        `racks_at` / `regions_at` are each position's rack and region (None: unknown member).
+        Cost: O(E x regions) (the M-1 fullest regions are sorted out of the counts)."""
+        racks: dict[str, int] = {}
+        copies: dict[str, int] = {}
+        for rack, region in zip(racks_at[:write_quorum], regions_at[:write_quorum]):
+            if rack is not None:
+                racks[rack] = racks.get(rack, 0) + 1
+                copies[region] = copies.get(region, 0) + 1  # type: ignore[index]
+        soft_regions = 0 if min_regions > 0 else min(write_quorum, self.settings.min_racks_per_write_quorum,
+                                                     max(self._populated_regions(), 1))
+        soft = False
+        moves = zip(write_set_moves(racks_at, write_quorum), write_set_moves(regions_at, write_quorum))
+        for move in chain([None], moves):          # write set 0 as counted, then each slide
+            if move is not None:
+                (rack_out, rack_in), (region_out, region_in) = move
+                if rack_in is not None:
+                    racks[rack_in] = racks.get(rack_in, 0) + 1
+                    copies[region_in] = copies.get(region_in, 0) + 1  # type: ignore[index]
+                if rack_out is not None:
+                    if racks[rack_out] == 1:
+                        del racks[rack_out]
+                    else:
+                        racks[rack_out] -= 1
+                    if copies[region_out] == 1:  # type: ignore[index]
+                        del copies[region_out]  # type: ignore[arg-type]
+                    else:
+                        copies[region_out] -= 1  # type: ignore[index]
+            if len(racks) < need_racks:
+                return Adherence.FAIL
+            if min_regions > 0:
+                if len(copies) < need_regions or (
+                        sum(sorted(copies.values(), reverse=True)[:min_regions - 1]) > ack_quorum - 1):
+                    return Adherence.FAIL
+            elif len(copies) < soft_regions:
+                soft = True
         return Adherence.MEETS_SOFT if soft else Adherence.MEETS_STRICT
 
     def are_acked_bookies_adhering(self, acked: Iterable[str], write_quorum: int, ack_quorum: int) -> bool:
@@ -1326,11 +1459,17 @@ class RegionawarePolicy(TopologyAwarePolicy):
     def _total_deficit(self, trial: list[str], position: int, deficits: list[tuple[int, bool]], total: int,
                        write_quorum: int, ack_quorum: int) -> int:
         """The summed deficit of `trial`, an ensemble whose `deficits` (summing to `total`) changed at
-        `position` only: the write sets holding that position are worked out again. Cost O(W x W)."""
+        `position` only: the write sets holding that position are worked out again. Cost O(W x W) below
+        `_SLIDING_ADHERENCE_FROM`, O(W x regions) from there on."""
         size = len(trial)
         if write_quorum >= size:
             return sum(d for d, _ in self._deficits(trial, write_quorum, ack_quorum))
         min_regions = self.min_regions if self.is_durability_enforced() else 0
+        if write_quorum >= _SLIDING_ADHERENCE_FROM:
+            first = position - write_quorum + 1
+            again = self._sliding_deficits(trial, first, write_quorum, write_quorum, ack_quorum, min_regions, 0)
+            return total + sum(deficit for deficit, _ in again) - sum(
+                deficits[(first + k) % size][0] for k in range(write_quorum))
         for first in range(position - write_quorum + 1, position + 1):
             first %= size
             members = {trial[(first + j) % size] for j in range(write_quorum)}

@@ -16,7 +16,7 @@ from policies import Adherence, create_policy
 from policies.rackaware import _write_sets_span
 from policies.zoneaware import UNRESOLVED, _count_short_write_sets, _slide_zone_adherence
 
-from .conftest import build_policy
+from .conftest import ManualClock, build_policy
 
 STRICT, SOFT, FAIL = Adherence.MEETS_STRICT, Adherence.MEETS_SOFT, Adherence.FAIL
 
@@ -53,10 +53,13 @@ def rack_policy(rng):
 
 
 def random_ensemble(rng, pool, size):
-    """`size` members of `pool`, distinct when the pool allows and a coin says so, else with repeats."""
+    """`size` members of `pool`, distinct when the pool allows and a coin says so, else with repeats;
+    sometimes sorted, so that members of one location sit together (write sets short of locations)."""
     if size <= len(pool) and rng.random() < 0.5:
-        return rng.sample(pool, size)
-    return [rng.choice(pool) for _ in range(size)]
+        ensemble = rng.sample(pool, size)
+    else:
+        ensemble = [rng.choice(pool) for _ in range(size)]
+    return sorted(ensemble) if rng.random() < 0.3 else ensemble
 
 
 def test_rack_adherence_equals_the_write_set_definition():
@@ -216,3 +219,100 @@ def test_zone_adherence_of_a_1024_member_ensemble():
         got = policy.is_ensemble_adhering(ensemble, write_quorum, 2)
         assert got == reference_zone_adherence(policy, ensemble, write_quorum)
     assert policy.is_ensemble_adhering(ensemble, 512, 2) == STRICT
+
+
+# -- region-aware (spec bookkeeper-region-zone-isolation.md §2.2, `RegionawarePolicy.is_ensemble_adhering`) --
+
+
+def reference_region_adherence(policy, ensemble, write_quorum, ack_quorum):
+    """Rules (a)-(c) of the docstring, judged on the distinct known members of every write set."""
+    if not ensemble:
+        return FAIL
+    settings = policy.settings
+    min_regions = policy.min_regions if policy.is_durability_enforced() else 0
+    populated = len({policy.region_of[b] for b in policy.known})
+    result = STRICT
+    for start in range(len(ensemble)):
+        members = {b for b in write_set(ensemble, start, write_quorum) if b in policy.known}
+        racks = {policy.known[b] for b in members}
+        copies = Counter(policy.region_of[b] for b in members)
+        if len(racks) < min(write_quorum, settings.min_racks_per_write_quorum):
+            return FAIL
+        if settings.enforce_min_racks and policy.default_location in racks:
+            return FAIL
+        if min_regions > 0:
+            worst = sum(sorted(copies.values(), reverse=True)[:min_regions - 1])
+            if len(copies) < min(min_regions, write_quorum) or worst >= ack_quorum:
+                return FAIL
+        elif len(copies) < min(write_quorum, settings.min_racks_per_write_quorum, max(populated, 1)):
+            result = SOFT
+    return result
+
+
+def reference_deficits(policy, ensemble, write_quorum, ack_quorum):
+    """The deficit of each write set, one set of members at a time (what `_deficits` did in O(E x W))."""
+    min_regions = policy.min_regions if policy.is_durability_enforced() else 0
+    soft_regions = min(write_quorum, policy.settings.min_racks_per_write_quorum,
+                       max(policy._populated_regions(), 1))
+    return [policy._write_set_deficit(set(write_set(ensemble, start, write_quorum)), write_quorum, ack_quorum,
+                                      min_regions, soft_regions)
+            for start in range(len(ensemble))]
+
+
+def region_policy(rng):
+    """1-4 regions of 1-3 racks of 1-3 bookies, maybe default-location bookies; random rack and
+    durability settings."""
+    names = ["a", "b", "c", "d"][:rng.randint(1, 4)]
+    locations = {f"{g}-{r}-{k}:3181": f"/{g}/r{r}"
+                 for g in names for r in range(rng.randint(1, 3)) for k in range(rng.randint(1, 3))}
+    for k in range(rng.choice([0, 0, 1, 2])):
+        locations[f"d{k}:3181"] = "/default-region/default-rack"
+    conf = {"ensemblePlacementPolicy": "regionaware", "minNumRacksPerWriteQuorum": rng.randint(1, 4),
+            "enforceMinNumRacksPerWriteQuorum": rng.random() < 0.5}
+    if rng.random() < 0.5:
+        conf.update(reppRegionsToWrite=";".join(names), reppMinimumRegionsForDurability=rng.randint(1, len(names)))
+    policy = create_policy(conf, resolver=locations, clock=ManualClock(), features={})
+    policy.on_cluster_changed(sorted(locations), [])
+    return policy, sorted(locations) + ["ghost:3181"]
+
+
+def test_region_adherence_and_deficits_equal_the_write_set_definition():
+    """RegionawarePolicy.is_ensemble_adhering and `_deficits` answer what judging every write set
+    answers, for distinct and repeated members, unknown and default-location bookies, W 1..E+3."""
+    rng = random.Random(1898)
+    answers = set()
+    for _ in range(400):
+        policy, pool = region_policy(rng)
+        size = rng.randint(1, 40)
+        ensemble = random_ensemble(rng, pool, size)
+        for write_quorum in {1, 2, rng.randint(1, size + 3), rng.randint(8, 44), size, size + 1}:
+            ack_quorum = rng.randint(1, max(write_quorum, 1))
+            got = policy.is_ensemble_adhering(ensemble, write_quorum, ack_quorum)
+            assert got == reference_region_adherence(policy, ensemble, write_quorum, ack_quorum), (
+                ensemble, write_quorum, ack_quorum)
+            answers.add(got)
+            deficits = reference_deficits(policy, ensemble, write_quorum, ack_quorum)
+            assert policy._deficits(ensemble, write_quorum, ack_quorum) == deficits
+            position = rng.randrange(size)
+            trial = list(ensemble)
+            trial[position] = rng.choice(pool)
+            assert policy._total_deficit(trial, position, deficits, sum(d for d, _ in deficits), write_quorum,
+                                         ack_quorum) == sum(d for d, _ in reference_deficits(
+                                             policy, trial, write_quorum, ack_quorum))
+    assert answers == {STRICT, SOFT, FAIL}
+
+
+def test_region_adherence_of_a_1024_member_ensemble():
+    """E = 1024 over 4 regions of 5 racks, distinct and repeated members, W = 64, 512, 1024, with the
+    durability rule on."""
+    locations = {f"{g}-{r}-{k}:3181": f"/{g}/r{r}" for g in "abcd" for r in range(5) for k in range(60)}
+    policy = create_policy({"ensemblePlacementPolicy": "regionaware", "reppRegionsToWrite": "a;b;c;d",
+                            "reppMinimumRegionsForDurability": 2}, resolver=locations, clock=ManualClock(),
+                           features={})
+    policy.on_cluster_changed(sorted(locations), [])
+    members = random.Random(11).sample(sorted(locations), 1024)
+    for ensemble in (members, members[:512] * 2):
+        for write_quorum in (64, 512, 1024):
+            got = policy.is_ensemble_adhering(ensemble, write_quorum, write_quorum // 2 + 1)
+            assert got == STRICT
+            assert got == reference_region_adherence(policy, ensemble, write_quorum, write_quorum // 2 + 1)
