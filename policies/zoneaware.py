@@ -30,7 +30,7 @@ cannot satisfy a `new_ensemble` / `replace_bookie`. `PendingDepartures` below ke
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -804,12 +804,35 @@ class ZoneawarePolicy(TopologyAwarePolicy):
                 "in more zones or upgrade domains, or lower minNumZonesPerWriteQuorum")
 
     def _zones_to_keep_min(self, fill: _Fill, position: int, write_quorum: int) -> set[str]:
-        """Zones to avoid so each write quorum containing `position` reaches minNumZones (spec §3.4 step 2)."""
+        """Zones to avoid so each write quorum containing `position` reaches minNumZones (spec §3.4 step 2):
+        the zones of every such quorum (its other filled slots) that has fewer than minNumZones.
+
+        Cost: O(W) (zone counts slide from one quorum to the next, `_quorum_moves`), not O(W x W).
+        """
+        slots = fill.slots
+        short = self.min_zones - 1
         zones: set[str] = set()
-        for quorum in _quorums_around(len(fill.slots), position, write_quorum):
-            in_quorum = {fill.slots[s][0] for s in quorum if fill.slots[s] is not None}
-            if len(in_quorum) <= self.min_zones - 1:
-                zones |= in_quorum
+        counts: dict[str, int] = {}
+        first, moves = _quorum_moves(len(slots), position, write_quorum)
+        for slot in first:
+            located = slots[slot]
+            if slot != position and located is not None:
+                counts[located[0]] = counts.get(located[0], 0) + 1
+        if len(counts) <= short:
+            zones.update(counts)
+        for leaving, entering in moves:
+            located = slots[entering]
+            if entering != position and located is not None:
+                counts[located[0]] = counts.get(located[0], 0) + 1
+            located = slots[leaving]
+            if leaving != position and located is not None:
+                zone = located[0]
+                if counts[zone] == 1:
+                    del counts[zone]
+                else:
+                    counts[zone] -= 1
+            if len(counts) <= short:
+                zones.update(counts)
         return zones
 
     @staticmethod
@@ -839,16 +862,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         if outside > 0:
             fill.available_last = outside
             return cut
-        single: set[ZoneUD] = set()
-        for quorum in _quorums_around(len(slots), position, write_quorum):
-            per_zone: dict[str, set[str]] = {}
-            for slot in quorum:
-                located = slots[slot]
-                if located is not None:
-                    per_zone.setdefault(located[0], set()).add(located[1])
-            for zone, domains in per_zone.items():
-                if len(domains) == 1:
-                    single.add((zone, next(iter(domains))))
+        single = _single_domain_zones(slots, position, write_quorum)
         widened = set(racks)
         cut_size = base.size
         zone_ud_racks = index.zone_ud_racks
@@ -1214,37 +1228,109 @@ def _check_sizes(ensemble_size: int, write_quorum: int) -> None:
         raise ValueError(f"ensemble_size must be >= 0, got {ensemble_size}")
 
 
-_RINGS: dict[tuple[int, int, int], tuple[tuple[int, ...], ...]] = {}
+class _Rings:
+    """The slots around `position` in a ring of `size`, nearest first: `rings[n]` is the tuple of the
+    slots at offsets -n..-1, +1..+n (n < W), `position` itself left out, each once; `rings[-1]` all of
+    them. One list with the end of each offset's prefix, so building costs O(W) (a tuple per n would
+    cost O(W x W) per position, O(E x W x W) per ensemble) and `rings[n]` costs O(n)."""
+
+    __slots__ = ("slots", "ends")
+
+    def __init__(self, size: int, position: int, write_quorum: int) -> None:
+        slots: list[int] = []
+        ends = [0]
+        seen = {position}
+        for offset in range(1, write_quorum):
+            for slot in ((position - offset) % size, (position + offset) % size):
+                if slot not in seen:
+                    seen.add(slot)
+                    slots.append(slot)
+            ends.append(len(slots))
+        self.slots = tuple(slots)
+        self.ends = tuple(ends)
+
+    def __getitem__(self, n: int) -> tuple[int, ...]:
+        return self.slots[:self.ends[n]]
+
+    def __len__(self) -> int:
+        return len(self.ends)
 
 
-def _rings(size: int, position: int, write_quorum: int) -> tuple[tuple[int, ...], ...]:
+# Below this write quorum `_rings` keeps every ring as a tuple (at most 120 slots in all): indexing a tuple
+# of tuples is cheaper than `_Rings.__getitem__` on the hot path of small ensembles.
+_LAZY_RINGS_FROM = 16
+_RINGS: dict[tuple[int, int, int], Sequence[tuple[int, ...]]] = {}
+
+
+def _rings(size: int, position: int, write_quorum: int) -> Sequence[tuple[int, ...]]:
     """`rings[n]`: the slots at offsets -n..-1, +1..+n around `position` in a ring of `size` (n < W),
     `position` itself left out, each once. Cached per (size, position, W)."""
     key = (size, position, write_quorum)
     rings = _RINGS.get(key)
     if rings is None:
-        built: list[tuple[int, ...]] = []
-        slots: list[int] = []
-        for offset in range(write_quorum):
-            if offset:
-                for slot in ((position - offset) % size, (position + offset) % size):
-                    if slot != position and slot not in slots:
-                        slots.append(slot)
-            built.append(tuple(slots))
-        rings = tuple(built)
+        lazy = _Rings(size, position, write_quorum)
+        rings = lazy if write_quorum >= _LAZY_RINGS_FROM else tuple(lazy[n] for n in range(write_quorum))
         if len(_RINGS) >= 4096:
             _RINGS.clear()
         _RINGS[key] = rings
     return rings
 
 
-def _quorums_around(size: int, position: int, write_quorum: int) -> list[list[int]]:
-    """The other slots of each write quorum containing `position` (start offsets -(W-1)..0)."""
-    quorums = []
-    for start in range(-(write_quorum - 1), 1):
-        quorums.append([(position + start + j) % size for j in range(write_quorum)
-                        if (position + start + j) % size != position])
-    return quorums
+def _quorum_moves(size: int, position: int, write_quorum: int) -> tuple[list[int], Iterator[tuple[int, int]]]:
+    """The write quorums containing `position` (start offsets -(W-1)..0), one slot move at a time: the
+    slots of the first, then (leaving, entering) as the start advances. Slots repeat when W > E;
+    `position` is among them, and callers leave it out."""
+    first = position - write_quorum + 1
+    slots = [(first + j) % size for j in range(write_quorum)]
+    moves = (((first + k) % size, (first + k + write_quorum) % size) for k in range(write_quorum - 1))
+    return slots, moves
+
+
+def _single_domain_zones(slots: Sequence[ZoneUD | None], position: int, write_quorum: int) -> set[ZoneUD]:
+    """(zone, UD) of every zone whose filled slots, in some write quorum containing `position` (the
+    slot itself left out), all sit in that one upgrade domain (spec §3.4 `candidates`, second rule).
+
+    Cost: O(W). Per-zone upgrade-domain counts slide from one quorum to the next (`_quorum_moves`);
+    only the zones of the two slots that moved can change, so only they are looked at again.
+    """
+    domains: dict[str, dict[str, int]] = {}
+    single: set[ZoneUD] = set()
+
+    def count(located: ZoneUD, step: int) -> None:
+        zone, domain = located
+        held = domains.setdefault(zone, {})
+        copies = held.get(domain, 0) + step
+        if copies:
+            held[domain] = copies
+        else:
+            del held[domain]
+            if not held:
+                del domains[zone]
+
+    def note(zone: str) -> None:
+        held = domains.get(zone)
+        if held is not None and len(held) == 1:
+            single.add((zone, next(iter(held))))
+
+    first, moves = _quorum_moves(len(slots), position, write_quorum)
+    for slot in first:
+        located = slots[slot]
+        if slot != position and located is not None:
+            count(located, 1)
+    for zone in list(domains):
+        note(zone)
+    for leaving, entering in moves:
+        came = slots[entering] if entering != position else None
+        went = slots[leaving] if leaving != position else None
+        if came is not None:
+            count(came, 1)
+        if went is not None:
+            count(went, -1)
+        if came is not None:
+            note(came[0])
+        if went is not None:
+            note(went[0])
+    return single
 
 
 def _retried_note(pending: PendingDepartures) -> str:
