@@ -2,6 +2,8 @@
 fixes, bounds and snapshots. The cluster is a real `ClusterModel` driven by the step; the audit is
 called by hand, so these tests do not depend on how the step wires it in."""
 
+import random
+
 import pytest
 
 from state import MODEL_KEYS, ModelSettings
@@ -9,6 +11,7 @@ from state.audit import (
     ALERT_LEDGER_NOT_ADHERING,
     ALERT_LEDGER_READHERE,
     LedgerAudit,
+    _narrowest_write_set,
     ledger_key,
     relaxation_rules,
     relaxed_notes,
@@ -294,3 +297,25 @@ def test_relaxations_are_kept_apart_from_the_sentences_as_private_copies():
     explain["relaxed"][0]["primary"].append("g9")
     assert rules[0]["primary"] == ["g1"], "the audit keeps its own copy of the decision's tags"
     assert relaxation_rules(None) == () and relaxation_rules({"relaxed": None}) == ()
+
+
+def test_the_narrowest_write_set_is_the_first_with_the_fewest_locations():
+    """`_narrowest_write_set` slides per-location counts (O(E)); it names the write set that building
+    each write set in turn names (first one of the fewest distinct locations, unplaced members not
+    counted), over random ensembles with shared, repeated and unplaced locations."""
+    def reference(locations, write_quorum):
+        size = len(locations)
+        worst = None
+        for start in range(size):
+            window = {locations[(start + j) % size] for j in range(write_quorum)} - {None}
+            if worst is None or len(window) < worst[0]:
+                worst = (len(window), start)
+        return worst
+
+    g = random.Random(11)
+    for _ in range(3000):
+        size = g.randint(1, 24)
+        pool = [None, *(f"/r{k}" for k in range(g.randint(1, 8)))]
+        locations = [g.choice(pool) for _ in range(size)]
+        write_quorum = g.randint(1, size)
+        assert _narrowest_write_set(locations, write_quorum) == reference(locations, write_quorum)
