@@ -1412,6 +1412,10 @@ class RegionawarePolicy(TopologyAwarePolicy):
         adherence = self._adherence_of(deficits)
         if adherence != Adherence.FAIL:
             return PlacementResult(ensemble, adherence, explain=explain)
+        hopeless = self._cannot_adhere(ensemble, write_quorum, ack_quorum)
+        if hopeless is not None:
+            explain["fallbacks"].append(f"no replacement can make the ensemble adhere: {hopeless}")
+            return PlacementResult([], Adherence.FAIL, explain=explain)
         excluded = set(exclude)
         if excluded:
             explain["excluded"]["caller"] = sorted(excluded)
@@ -1455,6 +1459,41 @@ class RegionawarePolicy(TopologyAwarePolicy):
                                         "the ensemble is closer to adhering but still fails")
         explain["fallbacks"].append("no replacement makes the ensemble adhere")
         return PlacementResult([], Adherence.FAIL, explain=explain)
+
+    def _cannot_adhere(self, ensemble: list[str], write_quorum: int, ack_quorum: int) -> str | None:
+        """Why no replacement of members can make `ensemble` adhere on this cluster, or None if one might.
+
+        The search keeps the members distinct and offers known bookies only, so a write set holds at
+        least min(W, E) known bookies less the members that are not known (which the search may keep),
+        spread over at most the regions and racks that hold known bookies. With durability, the M - 1
+        fullest regions of a write set hold at least what an even spread over those regions puts there;
+        when that, the region count or the rack count already breaks the rules, every write set falls
+        short whatever is replaced, and the search (E rounds of E positions x racks, seconds for
+        ensembles of dozens) could only end in FAIL. Ensembles with repeated members are not judged.
+        """
+        write_set = min(write_quorum, len(ensemble))
+        if write_set < 1 or len(set(ensemble)) != len(ensemble):
+            return None
+        racks = self.topology.num_racks
+        wanted = min(write_quorum, self.settings.min_racks_per_write_quorum)
+        if racks < wanted:
+            return f"each write set needs {wanted} racks and the cluster has {racks}"
+        min_regions = self.min_regions if self.is_durability_enforced() else 0
+        if min_regions <= 0:
+            return None
+        regions = self._populated_regions()
+        if regions < min(min_regions, write_quorum):
+            return (f"each write set needs {min(min_regions, write_quorum)} regions (reppMinimumRegionsForDurability) "
+                    f"and {regions} region(s) have bookies")
+        known = self.known
+        size = write_set - min(sum(1 for member in ensemble if member not in known), write_set)
+        even, extra = divmod(size, regions)
+        fullest = (min_regions - 1) * even + min(extra, min_regions - 1)
+        if fullest > ack_quorum - 1:
+            return (f"a write set of {size} bookies spread over the {regions} region(s) that have bookies puts at "
+                    f"least {fullest} copies in its {min_regions - 1} fullest region(s); durability allows "
+                    f"{ack_quorum - 1} (ack_quorum - 1, reppMinimumRegionsForDurability={min_regions})")
+        return None
 
     def _total_deficit(self, trial: list[str], position: int, deficits: list[tuple[int, bool]], total: int,
                        write_quorum: int, ack_quorum: int) -> int:

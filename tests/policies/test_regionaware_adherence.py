@@ -167,7 +167,8 @@ def test_an_ensemble_that_cannot_be_repaired_fails_with_no_ensemble():
     policy, _ = make_policy(grid({"a": 1}, bookies_per_rack=3))
     result = policy.replace_to_adhere(2, 2, 2, (), ids("a00", "a01"))
     assert (result.ensemble, result.adherence) == ([], Adherence.FAIL)
-    assert result.explain["fallbacks"][-1] == "no replacement makes the ensemble adhere"
+    assert result.explain["fallbacks"][-1] == ("no replacement can make the ensemble adhere: each write set "
+                                               "needs 2 racks and the cluster has 1")
 
 
 def _random_policy(seed: int):
@@ -259,3 +260,36 @@ def test_the_repair_of_a_large_cluster_tries_each_rack_once_per_position(monkeyp
     result = policy.replace_to_adhere(4, 2, 2, (), ensemble, rng=random.Random(1))
     assert result.adherence == Adherence.MEETS_SOFT
     assert len(offered) <= 4 * 4 * 120       # rounds x positions x racks
+
+
+def test_an_ensemble_judged_beyond_repair_is_one_the_search_cannot_repair(monkeypatch):
+    """Soundness of `_cannot_adhere`: over random clusters, configurations and ensembles, every FAIL
+    ensemble it judges beyond repair is searched anyway, and the search ends without an ensemble."""
+    judged = 0
+    for policy, bookies, g, ensemble, write_quorum, ack_quorum in _random_cases(2):
+        if policy.is_ensemble_adhering(ensemble, write_quorum, ack_quorum) != Adherence.FAIL:
+            continue
+        if policy._cannot_adhere(ensemble, write_quorum, ack_quorum) is None:
+            continue
+        judged += 1
+        with monkeypatch.context() as searching:
+            searching.setattr(type(policy), "_cannot_adhere", lambda self, *args: None)
+            result = policy.replace_to_adhere(len(ensemble), write_quorum, ack_quorum, (), ensemble,
+                                              rng=random.Random(judged))
+        assert (result.ensemble, result.adherence) == ([], Adherence.FAIL), (ensemble, write_quorum, ack_quorum)
+    assert judged > 200, judged
+
+
+def test_a_wide_ensemble_that_durability_rules_out_is_not_searched(monkeypatch):
+    """W = 32 copies with ack_quorum 2 over 4 regions: each region may hold one copy of a write set and
+    holds at least 8, whatever is replaced. The search ran E rounds of E positions x racks to find no
+    repair (1.4 s for E = 64, 6 s for E = 128, for every improving event while the audit waits for a
+    fix); it now answers at once, saying why."""
+    layout = {f"g{r}-{k}-{n}:3181": f"/g{r}/r{k}" for r in range(4) for k in range(5) for n in range(10)}
+    policy, _ = make_policy(layout, reppRegionsToWrite="g0;g1;g2;g3", reppMinimumRegionsForDurability="2")
+    ensemble = random.Random(3).sample(sorted(layout), 64)
+    calls = []
+    monkeypatch.setattr(type(policy), "_one_per_rack", lambda self, *args: calls.append(args) or iter(()))
+    result = policy.replace_to_adhere(64, 32, 2, (), ensemble, rng=random.Random(1))
+    assert (result.ensemble, result.adherence, calls) == ([], Adherence.FAIL, [])
+    assert "puts at least 8 copies in its 1 fullest region(s); durability allows 1" in result.explain["fallbacks"][-1]
