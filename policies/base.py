@@ -14,7 +14,7 @@ rack-aware wrapper forwards them to its stabilized secondary; region-aware to it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from .api import BookieInfo
@@ -124,12 +124,24 @@ class TopologyAwarePolicy:
 
     # -- membership -----------------------------------------------------------------------------
 
-    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
-        """Apply a membership snapshot; return the dead bookies (left and not read-only). Spec §2.2."""
-        writable_set = set(writable)
+    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str], *,
+                           changed: Collection[str] | None = None) -> set[str]:
+        """Apply a membership snapshot; return the dead bookies (left and not read-only). Spec §2.2.
+
+        `changed`: when given, the bookies whose membership may differ from the previous call's
+        snapshot (an engine that applies one event at a time knows them). Left and joined bookies are
+        then found among them and the join failures, which every call retries, in O(changed + join
+        failures) instead of comparing the whole sets; the result is the same.
+        """
+        writable_set = writable if changed is not None and isinstance(writable, (set, frozenset)) else set(writable)
         readonly_set = set(readonly)
-        left = sorted(self.known.keys() - writable_set)
-        joined = sorted(writable_set - self.known.keys())
+        if changed is None:
+            left = sorted(self.known.keys() - writable_set)
+            joined = sorted(writable_set - self.known.keys())
+        else:
+            known = self.known
+            left = sorted(b for b in changed if b in known and b not in writable_set)
+            joined = sorted({b for b in (*changed, *self.join_failures) if b in writable_set and b not in known})
         dead = set(left) - readonly_set
         self.handle_bookies_that_left(left)
         self.handle_bookies_that_joined(joined)

@@ -11,7 +11,7 @@ Locations are never resolved, so no bookie ever fails to join.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from .api import Adherence, BookieInfo, HealthInfo, PlacementResult
@@ -56,18 +56,34 @@ class DefaultPolicy:
 
     # -- membership ----------------------------------------------------------------------------------
 
-    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
-        """Spec §2.3: dead = known - writable - readonly; weights of dead bookies dropped, joiners get 0."""
-        writable_set = set(writable)
+    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str], *,
+                           changed: Collection[str] | None = None) -> set[str]:
+        """Spec §2.3: dead = known - writable - readonly; weights of dead bookies dropped, joiners get 0.
+
+        `changed`: as for the topology-aware policies (`TopologyAwarePolicy.on_cluster_changed`), the
+        bookies whose membership may differ from the previous call's; O(changed) instead of O(bookies).
+        """
         readonly_set = frozenset(readonly)
-        dead = self.known - writable_set - readonly_set
+        if changed is None:
+            writable_set = set(writable)
+            joined = writable_set - self.known
+            dead = self.known - writable_set - readonly_set
+        else:
+            writable_set = writable if isinstance(writable, (set, frozenset)) else set(writable)
+            joined = {b for b in changed if b in writable_set and b not in self.known}
+            gone = {b for b in changed if b in self.known and b not in writable_set}
+            dead = gone - readonly_set
         if self.settings.disk_weighted:
             for bookie in dead:
                 self.weights.pop(bookie, None)
             # A bookie (re)joining gets a fresh zero weight until its disk is reported, as in Java.
-            for bookie in writable_set - self.known:
+            for bookie in joined:
                 self.weights[bookie] = 0
-        self.known = writable_set
+        if changed is None:
+            self.known = writable_set
+        else:
+            self.known -= gone
+            self.known |= joined
         self.readonly = readonly_set
         self._invalidate()
         return dead

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -268,8 +268,9 @@ class IsolatedPolicy(RackawarePolicy):
 
     # -- cache invalidation: membership and rack info ------------------------------------------------
 
-    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
-        dead = super().on_cluster_changed(writable, readonly)
+    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str], *,
+                           changed: Collection[str] | None = None) -> set[str]:
+        dead = super().on_cluster_changed(writable, readonly, changed=changed)
         self._analyses = {}
         self._primary_sets = {}
         return dead

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import bisect
 import random
-from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any, Protocol
 
 from .api import Adherence, BookieInfo, HealthInfo, PlacementResult
@@ -311,10 +311,11 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
 
     # -- membership --------------------------------------------------------------------------------
 
-    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
+    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str], *,
+                           changed: Collection[str] | None = None) -> set[str]:
         """Spec §2.2: apply a membership snapshot; return the dead bookies (left, not read-only)."""
         self._tick()
-        return super().on_cluster_changed(writable, readonly)
+        return super().on_cluster_changed(writable, readonly, changed=changed)
 
     def handle_bookies_that_left(self, bookies: list[str]) -> None:
         super().handle_bookies_that_left(bookies)
@@ -1495,19 +1496,21 @@ class RackawarePolicy(RackawarePolicyImpl):
 
     # -- forwarding ----------------------------------------------------------------------------------
 
-    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
+    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str], *,
+                           changed: Collection[str] | None = None) -> set[str]:
         """Spec §2.2/§2.4. With stabilization on, the dead set is always empty.
 
         BK quirk (spec bookkeeper-rackaware.md §2.4, App. A #1): Java returns the secondary's result,
         which is always empty; kept (BookKeeper's watcher ignores it).
         """
-        writable = list(writable)
+        if not isinstance(writable, (set, frozenset)):
+            writable = list(writable)
         readonly = list(readonly)
-        dead = super().on_cluster_changed(writable, readonly)
+        dead = super().on_cluster_changed(writable, readonly, changed=changed)
         if self.secondary is None:
             return dead
         # BK quirk (spec bookkeeper-rackaware.md §2.4, App. A #1): the secondary's (empty) dead set is returned.
-        return self.secondary.on_cluster_changed(writable, readonly)
+        return self.secondary.on_cluster_changed(writable, readonly, changed=changed)
 
     def handle_bookies_that_left(self, bookies: list[str]) -> None:
         super().handle_bookies_that_left(bookies)

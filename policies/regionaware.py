@@ -23,7 +23,7 @@ share the region bookkeeping; splitting them would only move private state acros
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from itertools import chain
 from typing import Any
 
@@ -332,11 +332,12 @@ class RegionawarePolicy(TopologyAwarePolicy):
             for region in self._regions:
                 self.sub_policies[region]._tick()  # the rack-aware engine offers no public hook for this
 
-    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
+    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str], *,
+                           changed: Collection[str] | None = None) -> set[str]:
         """Spec §1.1: joins create sub-policies on demand; departures leave every sub-policy."""
         self._tick()
         self._tick_sub_policies()
-        return super().on_cluster_changed(writable, readonly)
+        return super().on_cluster_changed(writable, readonly, changed=changed)
 
     def handle_bookies_that_left(self, bookies: list[str]) -> None:
         try:

@@ -30,7 +30,7 @@ cannot satisfy a `new_ensemble` / `replace_bookie`. `PendingDepartures` below ke
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -444,13 +444,14 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         self._index = None
         self._stabilized = None
 
-    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str]) -> set[str]:
+    def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str], *,
+                           changed: Collection[str] | None = None) -> set[str]:
         """Apply a membership snapshot (rackaware spec §2.2) and return the dead bookies.
 
         With stabilization on, departed bookies are kept usable for the delay, and the dead set is
         always empty.
         """
-        dead = super().on_cluster_changed(writable, readonly)
+        dead = super().on_cluster_changed(writable, readonly, changed=changed)
         if self.pending.period_s > 0:
             # BK quirk (spec region-zone-isolation.md §3.8, rackaware App. A #1): with stabilization
             # the wrapper answers the secondary's dead set, which is always empty; kept, documented.

@@ -128,6 +128,10 @@ class ClusterModel:
         self.late_records = 0
         self.writable: set[str] = set()
         self.readonly: set[str] = set()
+        # Bookies whose writable/read-only membership changed since the policy last saw it, handed to
+        # `on_cluster_changed(changed=...)` so the policy need not compare whole sets (O(bookies) per
+        # event); None: unknown (a new or restored model, a cluster view): the policy compares them.
+        self.membership_changed: set[str] | None = None
         self.lost: set[str] = set()
         self.facts: dict[str, BookieFacts] = {}
         self.mapping: dict[str, str] = {}
@@ -329,6 +333,7 @@ class ClusterModel:
             return alerts
         self.readonly.discard(bookie)
         self.writable.add(bookie)
+        self._membership_touched(bookie)
         self._present(bookie)
         self.version += 1
         return alerts + self._cluster_changed((bookie,))
@@ -344,6 +349,7 @@ class ClusterModel:
             alerts = self._departure(bookie)
             self.writable.discard(bookie)
         self.readonly.add(bookie)
+        self._membership_touched(bookie)
         self._present(bookie)
         self.version += 1
         return alerts + self._cluster_changed(())
@@ -358,6 +364,7 @@ class ClusterModel:
             self.readonly.discard(bookie)
         else:
             return []
+        self._membership_touched(bookie)
         self._absent(bookie, lost=True)
         self.version += 1
         return alerts + self._cluster_changed(())
@@ -378,6 +385,7 @@ class ClusterModel:
             self._present(bookie)
         self.writable = new_writable
         self.readonly = new_readonly
+        self.membership_changed = None         # the whole view is new: the policy compares the sets
         self.version += 1
         return alerts + self._cluster_changed(sorted(new_writable - old_writable))
 
@@ -498,7 +506,8 @@ class ClusterModel:
         # The policy retries the bookies whose join failed: one that left before, and was writable
         # again without a usable location, joins now, and returns as surely as a plain joiner.
         retried = tuple(getattr(self.policy, "join_failures", None) or ())
-        self.policy.on_cluster_changed(self.writable, self.readonly)
+        changed, self.membership_changed = self.membership_changed, set()
+        self.policy.on_cluster_changed(self.writable, self.readonly, changed=changed)
         known = getattr(self.policy, "known", None)
         for bookie in (*joined, *retried):
             if bookie in self.pending and (known is None or bookie in known):
@@ -510,6 +519,10 @@ class ClusterModel:
             self.disk_stale = any(bookie in disk and disk[bookie].free_disk
                                   for bookie in (*joined, *self.join_failures))
         return self._join_failure_alerts() if report else []
+
+    def _membership_touched(self, bookie: str) -> None:
+        if self.membership_changed is not None:
+            self.membership_changed.add(bookie)
 
     def _resolves_through_rack_info(self, joined: Iterable[str]) -> bool:
         """Whether the policy will resolve a bookie that has no mapping entry (a joiner or a retry)."""

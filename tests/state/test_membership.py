@@ -18,8 +18,8 @@ def spy_on_cluster_changed(model):
     calls = []
     original = model.policy.on_cluster_changed
 
-    def recording(writable_bookies, readonly_bookies):
-        dead = original(writable_bookies, readonly_bookies)
+    def recording(writable_bookies, readonly_bookies, **changes):
+        dead = original(writable_bookies, readonly_bookies, **changes)
         calls.append((set(writable_bookies), set(readonly_bookies), set(dead)))
         return dead
 

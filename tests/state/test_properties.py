@@ -120,6 +120,27 @@ def test_rack_info_handed_over_by_bookie_matches_the_whole_hand_over(case, cuts,
     assert to_document(model) == to_document(reference)
 
 
+@given(case=configured_streams(metadata_groups=True), cuts=st.lists(st.integers(0, 40), max_size=3),
+       snapshot=st.booleans())
+def test_membership_handed_over_as_changes_matches_the_whole_snapshot(case, cuts, snapshot):
+    """Telling the policy which bookies' membership changed (`on_cluster_changed(changed=...)`, O(changed)
+    per event) gives the outputs and the final model that comparing the whole sets (as before) gives."""
+    name, records = case
+    conf = CONFS[name]
+    batches = split(records, cuts)
+    model, produced = run(conf, batches, snapshot=snapshot)
+    changed = ClusterModel._cluster_changed
+
+    def whole(self, joined, **kwargs):
+        self.membership_changed = None         # unknown changes: the policy compares the whole sets
+        return changed(self, joined, **kwargs)
+
+    with mock.patch.object(ClusterModel, "_cluster_changed", whole):
+        reference, expected = run(conf, batches, snapshot=snapshot)
+    assert produced == expected
+    assert to_document(model) == to_document(reference)
+
+
 def shard_of(record, shards):
     """As streaming/job.py routes: by ledger id when the request has one (the audit keys ledgers), else request id."""
     if not hasattr(record, "request_id"):
