@@ -32,7 +32,9 @@ Where a bookie's location lives (how the isolation policy sees the right members
   the model hand rack info to the policy lazily (below).
 
 Costs: every event is O(1) dict work plus at most one policy call; membership calls hand the policy
-the current sets (the policy's `on_cluster_changed` is a snapshot API and costs O(bookies)). Two
+the current sets and the bookies that changed (`membership_changed`), so `on_cluster_changed`, a
+snapshot API, costs O(changed + join failures) instead of O(bookies); a cluster view, and the first
+call after a restore, let it compare the whole sets. Two
 whole-map updates are deferred until a request needs them, which is exact because nothing else reads
 them: the disk map (`update_bookie_info`, weights are read only by placement) and rack info
 (`update_rack_info`, read for group membership at placement, and for locations only when the policy
@@ -311,7 +313,8 @@ class ClusterModel:
         """Apply one cluster event at the current clock; return the alerts it raised.
 
         Call `advance(event.time_ms)` first. Cost: O(1) dict work plus at most one policy call
-        (whose cost is the policy's: `on_cluster_changed` is O(bookies)).
+        (`on_cluster_changed` with the changed bookies: O(1) for a one-bookie event; a cluster view
+        is O(bookies)).
         """
         before = self.version
         if self.pending_log:
