@@ -28,22 +28,19 @@ Where a bookie's location lives (how the isolation policy sees the right members
   `/bookies`; one group per bookie, as Pulsar's `set-bookie-rack`), so only the isolation policy sees
   it as a group member. Its rack is *also* written to the mapping, read as Pulsar reads racks (`/` or
   empty = the policy's default location). The mapping answers before rack info, by bookie id, and a
-  listed bookie never falls back to its host in rack info, so this changes no resolution; it lets
-  the model hand rack info to the policy lazily (below).
+  listed bookie never falls back to its host in rack info, so this changes no resolution.
 
 Costs: every event is O(1) dict work plus at most one policy call; membership calls hand the policy
 the current sets and the bookies that changed (`membership_changed`), so `on_cluster_changed`, a
 snapshot API, costs O(changed + join failures) instead of O(bookies); a cluster view, and the first
-call after a restore, let it compare the whole sets. Two
-whole-map updates are deferred until a request needs them, which is exact because nothing else reads
-them: the disk map (`update_bookie_info`, weights are read only by placement) and rack info
-(`update_rack_info`, read for group membership at placement, and for locations only when the policy
-resolves a bookie that has no mapping entry: it is handed over before such a join, retry or rack
-change). Pulsar notifies a rack-info change to the bookies rack info lists, all of which have a
-mapping entry here, so the deferred notification changes no location (it only retries moves that
-failed). The rack-aware and isolation policies take the listings that changed alone
-(`update_rack_entries`, O(changed bookies)); the others, and the first hand-over after a snapshot
-restore, the whole rack info (O(rack info)).
+call after a restore, let it compare the whole sets. The disk map (`update_bookie_info`) is handed
+over when a request needs it, which is exact because only placement reads weights. Rack info
+(`update_rack_info`) is handed over at the event that changed it, as Pulsar's watch fires: besides
+group membership it retries the moves of listed bookies that failed, and whether a retry succeeds
+depends on who is there at that moment, so it cannot wait for a request (a shard of the cluster that
+gets no request would retry later than one that does). The rack-aware and isolation policies take
+the listings that changed alone (`update_rack_entries`, O(changed bookies)); the others, and the
+first hand-over after a snapshot restore, the whole rack info (O(rack info)).
 
 (About 750 lines: one class whose handlers share the model's indexes, plus its self-check.)
 """
@@ -612,13 +609,23 @@ class ClusterModel:
                            report: bool = True) -> list[Output]:
         """Tell the policy (spec §2.5): the rack-change callback applies at once to writable bookies.
 
-        Rack info is handed over lazily (see the module docstring). A writable bookie whose join had
-        failed is retried at once (BookKeeper would retry it at the next membership change).
+        Rack info follows at once (see the module docstring). A writable bookie whose join had failed
+        is retried at once (BookKeeper would retry it at the next membership change).
         """
         if rack_changed:
             self.rack_info_stale = True
-        if not mapping_changed:
-            return []
+        alerts = self._notify_location(bookie, report) if mapping_changed else []
+        if self.rack_info_stale:
+            # Handing rack info over also retries the listed bookies whose last move failed, and whether
+            # that succeeds depends on who is there: done at the event, as Pulsar's watch fires, not at
+            # the next request (which a shard without requests never reaches). O(changed bookies) for
+            # the policies that take `update_rack_entries`, O(rack info) for the others.
+            self.flush_rack_info()
+            if report:
+                alerts += self._join_failure_alerts()
+        return alerts
+
+    def _notify_location(self, bookie: str, report: bool) -> list[Output]:
         affected = [bookie] if bookie in self.writable else []
         if ":" not in bookie:
             # A mapping key without a port is also a host: unmapped bookies on it resolve through it.
@@ -630,11 +637,9 @@ class ClusterModel:
             self.flush_rack_info()
         known = getattr(self.policy, "known", None)
         if known is not None and any(b not in known for b in affected):
-            alerts = self._cluster_changed((), report=report)
-        else:
-            self.policy.on_bookie_rack_change(affected)
-            alerts = self._join_failure_alerts() if report else []
-        return alerts
+            return self._cluster_changed((), report=report)
+        self.policy.on_bookie_rack_change(affected)
+        return self._join_failure_alerts() if report else []
 
     def location_of(self, bookie: str) -> str | None:
         """Where the bookie is placed: the policy's answer for a known bookie, else its own mapping entry."""
@@ -671,11 +676,8 @@ class ClusterModel:
         self.policy.update_bookie_info(self.disk)
 
     def prepare_request(self) -> None:
-        """Bring deferred state into the policy before it answers a request.
-
-        (Handing over rack info notifies only listed bookies, which resolve through the mapping, so
-        it changes no join; any join failure would be reported by the next event, on shard 0.)
-        """
+        """Bring deferred state into the policy before it answers a request: the disk map, and rack info
+        still marked stale by a snapshot of an earlier engine (events hand it over at once now)."""
         if self.rack_info_stale:
             self.flush_rack_info()
         if self.disk_stale:

@@ -1,7 +1,7 @@
 """Locations, rack info and isolation groups (CONTRACT §1 resolver/rack_info, §2 bookie_location;
 spec bookkeeper-rackaware.md §1.4, §2.5)."""
 
-from tests.state.helpers import T0, Runner, create, location, lost, writable
+from tests.state.helpers import T0, Runner, create, location, lost, readonly, writable
 from state.outputs import ALERT_JOIN_FAILED
 
 A, B, C = "a:3181", "b:3181", "c:3181"
@@ -215,14 +215,32 @@ def test_a_listed_bookie_whose_move_failed_is_retried_when_rack_info_is_handed_o
     """Handing rack info over notifies a rack change to every listed bookie (Pulsar); only those whose
     last move failed can react, so handing over the changed listings alone must still retry them:
     here X's move to a location of another depth succeeds once Y, the last bookie of the old
-    depth, has left, at the request after Y's listing changed."""
+    depth, has left, at the event that changed Y's listing (Pulsar's watch fires then), not at the
+    next request: a shard that gets no request must retry at the same point as one that does."""
     X, Y = "x:3181", "y:3181"
     runner = Runner(ISOLATED)
     runner.run(writable(0, X, "/r1", group="g1"), writable(0, Y, "/r2", group="g1"))
-    runner.run(location(1, X, "/region/r9"), create(2, "r1", 1, 1, 1))
+    runner.run(location(1, X, "/region/r9"))
     assert known(runner)[X] == "/r1" and X in runner.model.policy.join_failures
-    runner.run(lost(3, Y), location(4, Y, "/r5"))
-    assert known(runner)[X] == "/r1", "nothing retried the move yet"
-    runner.run(create(5, "r2", 1, 1, 1))
+    runner.run(lost(3, Y))
+    assert known(runner)[X] == "/r1", "a departure hands no rack info over"
+    produced = runner.run(location(4, Y, "/r5"))
     assert known(runner)[X] == "/region/r9"
+    assert [a["type"] for a in runner.alerts(produced=produced)] == ["placement.bookie.join_failed.resolved"]
+    runner.run(create(5, "r2", 1, 1, 1))
     assert runner.decision("r2")["ensemble"] == [X]
+
+
+def test_a_failed_move_is_retried_at_the_same_event_with_and_without_requests_in_between():
+    """Found with random seeds (shards of one cluster disagreed): bk1's move to a deeper location
+    fails while bk0 is there; bk0 leaves and comes back. Handing rack info over retries the move, and it
+    succeeds only while bk0 is away; it used to be handed over at the next request, so a stream with a
+    request before the departure and the same stream without it (another shard's share) placed
+    differently. Now it is handed over at the location event, whatever requests follow."""
+    conf = {"ensemblePlacementPolicy": "rackaware", "networkTopologyStabilizePeriodSeconds": "30"}
+    events = [writable(0, "bk1:3181"), writable(0, "bk0:3181"), writable(1, "bk1:3181", "/region/r9", group="g1")]
+    later = [readonly(3, "bk0:3181"), writable(4, "bk0:3181")]
+    with_request, without = Runner(conf), Runner(conf)
+    with_request.run(*events, create(2, "r", 1, 1, 1), *later)
+    without.run(*events, *later)
+    assert known(with_request) == known(without) == {"bk0:3181": "/default-rack", "bk1:3181": "/default-rack"}
