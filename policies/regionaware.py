@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
-from itertools import chain
 from typing import Any
 
 from . import read_order
 from .api import Adherence, HealthInfo, PlacementResult
-from .base import Clock, TopologyAwarePolicy, add_missing_indices, write_set_moves
+from .base import Clock, TopologyAwarePolicy, add_missing_indices
 from .coverage import CoverageEnsemble
 from .errors import InvalidLocationError, NotEnoughBookiesError
 from .location import DEFAULT_REGION_AND_RACK, ROOT, UNKNOWN_REGION
@@ -1283,13 +1282,14 @@ class RegionawarePolicy(TopologyAwarePolicy):
 
         BK bug fixed (apache/bookkeeper#1898): Java always answers MEETS_STRICT.
 
-        Cost: O(E x W) below `_SLIDING_ADHERENCE_FROM`, O(E x regions) from there on (`_slide_adherence`,
-        `_deficits`); every member is looked up once (`_deficits` gives the amounts, for repairs).
+        Cost: O(E x W) below `_SLIDING_ADHERENCE_FROM`, O(E x regions) from there on (`_deficits`);
+        every member is looked up once (`_deficits` gives the amounts, for repairs).
         """
         size = len(ensemble)
         if size == 0:
             return Adherence.FAIL
-        if write_quorum < 1 or len(set(ensemble)) != size:
+        if write_quorum < 1 or len(set(ensemble)) != size or _SLIDING_ADHERENCE_FROM <= write_quorum < size:
+            # Repeated members, or wide write sets whose deficits slide along the ensemble (O(E x regions)).
             return self._adherence_of(self._deficits(ensemble, write_quorum, ack_quorum))
         settings = self.settings
         min_regions = self.min_regions if self.is_durability_enforced() else 0
@@ -1307,9 +1307,6 @@ class RegionawarePolicy(TopologyAwarePolicy):
                                             for bookie, rack in zip(ensemble, racks_at)]
         else:
             regions_at = [region_of[bookie] for bookie in ensemble]
-        if _SLIDING_ADHERENCE_FROM <= write_quorum < size:
-            return self._slide_adherence(racks_at, regions_at, write_quorum, ack_quorum, need_racks, min_regions,
-                                         need_regions)
         # Distinct members: a write set is W consecutive positions, or the whole ensemble when W >= E
         # (then every write set holds the same members and one check answers for all).
         span = min(write_quorum, size)
@@ -1338,47 +1335,6 @@ class RegionawarePolicy(TopologyAwarePolicy):
                 regions = set(regions_at[i:i + span])
                 regions.discard(None)
                 soft = len(regions) < soft_regions
-        return Adherence.MEETS_SOFT if soft else Adherence.MEETS_STRICT
-
-    def _slide_adherence(self, racks_at: list[str | None], regions_at: list[str | None], write_quorum: int,
-                         ack_quorum: int, need_racks: int, min_regions: int, need_regions: int) -> Adherence:
-        """`is_ensemble_adhering`'s loop over the write sets of distinct members (1 <= W < E), judged
-        from per-rack and per-region counts that follow the write set as it slides (`write_set_moves`);
-        `racks_at` / `regions_at` are each position's rack and region (None: unknown member).
-        Cost: O(E x regions) (the M-1 fullest regions are sorted out of the counts)."""
-        racks: dict[str, int] = {}
-        copies: dict[str, int] = {}
-        for rack, region in zip(racks_at[:write_quorum], regions_at[:write_quorum]):
-            if rack is not None:
-                racks[rack] = racks.get(rack, 0) + 1
-                copies[region] = copies.get(region, 0) + 1  # type: ignore[index]
-        soft_regions = 0 if min_regions > 0 else min(write_quorum, self.settings.min_racks_per_write_quorum,
-                                                     max(self._populated_regions(), 1))
-        soft = False
-        moves = zip(write_set_moves(racks_at, write_quorum), write_set_moves(regions_at, write_quorum))
-        for move in chain([None], moves):          # write set 0 as counted, then each slide
-            if move is not None:
-                (rack_out, rack_in), (region_out, region_in) = move
-                if rack_in is not None:
-                    racks[rack_in] = racks.get(rack_in, 0) + 1
-                    copies[region_in] = copies.get(region_in, 0) + 1  # type: ignore[index]
-                if rack_out is not None:
-                    if racks[rack_out] == 1:
-                        del racks[rack_out]
-                    else:
-                        racks[rack_out] -= 1
-                    if copies[region_out] == 1:  # type: ignore[index]
-                        del copies[region_out]  # type: ignore[arg-type]
-                    else:
-                        copies[region_out] -= 1  # type: ignore[index]
-            if len(racks) < need_racks:
-                return Adherence.FAIL
-            if min_regions > 0:
-                if len(copies) < need_regions or (
-                        sum(sorted(copies.values(), reverse=True)[:min_regions - 1]) > ack_quorum - 1):
-                    return Adherence.FAIL
-            elif len(copies) < soft_regions:
-                soft = True
         return Adherence.MEETS_SOFT if soft else Adherence.MEETS_STRICT
 
     def are_acked_bookies_adhering(self, acked: Iterable[str], write_quorum: int, ack_quorum: int) -> bool:
