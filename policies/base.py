@@ -14,7 +14,8 @@ rack-aware wrapper forwards them to its stabilized secondary; region-aware to it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from .api import BookieInfo
@@ -41,6 +42,36 @@ def write_set_moves(values: list[Any], write_quorum: int) -> zip[tuple[Any, Any]
     O(E x W) for building every write set.
     """
     return zip(values, values[write_quorum:] + values[:write_quorum - 1])
+
+
+def distinct_per_write_set(values: Sequence[Any], write_quorum: int) -> Iterator[int]:
+    """How many distinct values (None not counted) write sets 0, 1, ..., E - 1 hold, in O(E) in all.
+
+    With W >= E every write set holds every position; below that, per-value counts follow the write
+    set as it slides (`write_set_moves`). Lazy, so a caller looking for the first short write set
+    stops there.
+    """
+    size = len(values)
+    if write_quorum >= size or write_quorum < 1:
+        held = len({value for value in values if value is not None}) if write_quorum >= 1 else 0
+        yield from repeat(held, size)
+        return
+    counts: dict[Any, int] = {}
+    for value in values[:write_quorum]:
+        if value is not None:
+            counts[value] = counts.get(value, 0) + 1
+    yield len(counts)
+    for leaving, entering in write_set_moves(list(values), write_quorum):
+        if leaving != entering:
+            if entering is not None:
+                counts[entering] = counts.get(entering, 0) + 1
+            if leaving is not None:
+                left = counts[leaving] - 1
+                if left:
+                    counts[leaving] = left
+                else:
+                    del counts[leaving]
+        yield len(counts)
 
 
 def add_missing_indices(write_set: list[int], ensemble_size: int) -> list[int]:

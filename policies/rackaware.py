@@ -34,7 +34,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapp
 from typing import Any, Protocol
 
 from .api import Adherence, BookieInfo, HealthInfo, PlacementResult
-from .base import TopologyAwarePolicy, replace_in_ensemble, write_set_moves
+from .base import TopologyAwarePolicy, distinct_per_write_set, replace_in_ensemble
 from .coverage import NO_CONSTRAINTS, CoverageEnsemble
 from .errors import NotEnoughBookiesError
 from .location import ROOT
@@ -1757,34 +1757,9 @@ def _write_sets_span(racks: list[str | None], write_quorum: int, min_racks: int,
     counted) spans `min_racks` racks and holds no member of the `default` rack (None: no such rule).
 
     The answer of `RackawarePolicyImpl.is_ensemble_adhering`'s loop over write sets, for W >= 1, in
-    O(E): every position lies in some write set, so the default rack is one membership test; with
-    W >= E every write set holds every position (the loop's repeated list), so one set answers; below
-    that, per-rack counts follow the write set as it slides (`write_set_moves`), and only a rack
-    leaving it can bring the count of racks down.
+    O(E): every position lies in some write set, so the default rack is one membership test, and the
+    racks of each write set are counted as it slides (`distinct_per_write_set`).
     """
     if default is not None and default in racks:
         return False
-    if write_quorum >= len(racks):
-        present = set(racks)
-        present.discard(None)
-        return len(present) >= min_racks
-    counts: dict[str, int] = {}
-    for rack in racks[:write_quorum]:
-        if rack is not None:
-            counts[rack] = counts.get(rack, 0) + 1
-    if len(counts) < min_racks:
-        return False
-    for leaving, entering in write_set_moves(racks, write_quorum):
-        if leaving == entering:
-            continue
-        if entering is not None:
-            counts[entering] = counts.get(entering, 0) + 1
-        if leaving is not None:
-            left = counts[leaving] - 1
-            if left:
-                counts[leaving] = left
-            else:
-                del counts[leaving]
-                if len(counts) < min_racks:
-                    return False
-    return True
+    return all(held >= min_racks for held in distinct_per_write_set(racks, write_quorum))

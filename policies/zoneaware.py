@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .api import Adherence, HealthInfo, PlacementResult
-from .base import Clock, TopologyAwarePolicy, add_missing_indices, write_set_moves
+from .base import Clock, TopologyAwarePolicy, add_missing_indices, distinct_per_write_set, write_set_moves
 from .errors import InvalidLocationError, NotEnoughBookiesError
 from .provenance import (POSITIONS, RULE_ZONES, failed, fixed, no_fix, position as position_name, retried,
                          unavailable)
@@ -1198,28 +1198,9 @@ def _slide_zone_adherence(located: list[ZoneUD], write_quorum: int, min_zones: i
 
 
 def _count_short_write_sets(zones: list[str], write_quorum: int, desired: int) -> int:
-    """How many of the E write sets (W >= 1) span fewer than `desired` of `zones`, in O(E).
-
-    With W >= E every write set holds every position; below, per-zone counts follow the write set
-    as it slides (`write_set_moves`).
-    """
-    size = len(zones)
-    if write_quorum >= size:
-        return size if len(set(zones)) < desired else 0
-    counts: dict[str, int] = {}
-    for zone in zones[:write_quorum]:
-        counts[zone] = counts.get(zone, 0) + 1
-    short = int(len(counts) < desired)
-    for leaving, entering in write_set_moves(zones, write_quorum):
-        if leaving != entering:
-            counts[entering] = counts.get(entering, 0) + 1
-            left = counts[leaving] - 1
-            if left:
-                counts[leaving] = left
-            else:
-                del counts[leaving]
-        short += len(counts) < desired
-    return short
+    """How many of the E write sets (W >= 1) span fewer than `desired` of `zones`, in O(E)
+    (`distinct_per_write_set`)."""
+    return sum(held < desired for held in distinct_per_write_set(zones, write_quorum))
 
 
 def _check_sizes(ensemble_size: int, write_quorum: int) -> None:
