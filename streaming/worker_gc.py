@@ -39,16 +39,26 @@ collecting less often costs little memory.
 """
 
 
+_frozen = False
+"""Whether this process has been through its one freeze (the collector is process-wide state)."""
+
+
 def tune_worker_gc() -> None:
     """Set `GC_THRESHOLD` and, the first time in this process, freeze every tracked object.
 
-    Called at the start of each executor entry point (the state function, the Kafka source's read,
-    the Kafka sink's write); after the first call it costs two function calls.
+    Called at the start of each executor entry point (the state function once per group and
+    micro-batch, the Kafka source's read, the Kafka sink's write); after the first call it costs two
+    function calls. It remembers the freeze in a flag instead of asking `gc.get_freeze_count()`,
+    which walks the whole frozen generation: 9 ms a call with a worker's 77,000 frozen objects, so
+    once per group it cost 100 clusters 0.9 s of CPU per micro-batch.
     """
+    global _frozen  # noqa: PLW0603 - see `_frozen`
     if gc.get_threshold() != GC_THRESHOLD:
         gc.set_threshold(*GC_THRESHOLD)
-    if not gc.get_freeze_count():
-        gc.freeze()
+    if not _frozen:
+        _frozen = True
+        if not gc.get_freeze_count():
+            gc.freeze()
 
 
 @contextmanager

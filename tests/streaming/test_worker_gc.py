@@ -28,7 +28,15 @@ PROBE = textwrap.dedent("""
     del a, b
     gc.collect()
     tune_worker_gc()                      # a later task: nothing is frozen again
+    # ... nor is the frozen generation walked again (`get_freeze_count` is O(frozen objects)).
+    walks = []
+    counted = gc.get_freeze_count
+    gc.get_freeze_count = lambda: walks.append(1) or counted()
+    for _ in range(3):
+        tune_worker_gc()
+    gc.get_freeze_count = counted
     print(json.dumps({"before": before, "frozen": frozen, "after_second": gc.get_freeze_count(),
+                      "later_walks": len(walks),
                       "threshold": list(gc.get_threshold()), "expected": list(GC_THRESHOLD),
                       "cycle_freed": gone() is None, "frozen_cycle_kept": kept() is not None}))
 """)
@@ -41,6 +49,7 @@ def test_the_first_call_freezes_what_exists_and_later_objects_are_still_collecte
     assert result["frozen"] > 1_000                   # the imported modules' objects, among others
     assert result["frozen_cycle_kept"]                # what was frozen is never scanned again
     assert result["after_second"] == result["frozen"]
+    assert result["later_walks"] == 0                 # later calls cost O(1), not O(frozen objects)
     assert result["threshold"] == result["expected"]
     assert result["cycle_freed"]
 
