@@ -86,3 +86,22 @@ def test_no_shared_verdicts_while_rack_info_is_deferred():
     assert audit_module._verdicts(runner.model) is None
     runner.model.rack_info_stale = False
     assert audit_module._verdicts(runner.model) == {}
+
+
+def test_ledgers_on_the_same_bookies_with_other_quorums_are_judged_apart():
+    """[b0, b1, b2] on racks r0, r1, r2; b2 moves to r0. Every write set of 3 still spans two racks,
+    but the write set (b2, b0) of 2 does not."""
+    runner = Runner(CONF)
+    runner.run(*RACKS)
+    audit = CountingAudit(CLUSTER)
+    ensemble = BOOKIES[:3]
+    for ledger_id, write_quorum in ((1, 3), (2, 2)):
+        audit.remember(runner.model, ledger_id=ledger_id, request_id=f"req-{ledger_id}", ensemble=ensemble,
+                       write_quorum=write_quorum, ack_quorum=2, time_ms=T0 + ledger_id)
+    audit.evaluated = 0
+    runner.run(location(10_000, BOOKIES[2], "/r0"))
+    alerts = audit.on_topology_change(runner.model, {BOOKIES[2]}, runner.model.clock_ms, trigger="bookie_location")
+    assert audit.evaluated == 2
+    assert audit.entries["ledger/1"].adherence == "MEETS_STRICT"
+    assert audit.entries["ledger/2"].adherence == "FAIL"
+    assert [a.payload["subject"] for a in alerts] == ["ledger/2"]

@@ -141,6 +141,21 @@ def test_membership_handed_over_as_changes_matches_the_whole_snapshot(case, cuts
     assert to_document(model) == to_document(reference)
 
 
+@given(case=configured_streams(metadata_groups=True), cuts=st.lists(st.integers(0, 40), max_size=3),
+       snapshot=st.booleans())
+def test_shared_verdicts_match_evaluating_every_ledger(case, cuts, snapshot):
+    """The audit shares one verdict among the ledgers of a re-check pass that hold the same ensemble
+    and quorums (`state.audit._verdicts`); outputs and the final model are those of evaluating each."""
+    name, records = case
+    conf = CONFS[name]
+    batches = split(records, cuts)
+    model, produced = run(conf, batches, snapshot=snapshot)
+    with mock.patch("state.audit._verdicts", lambda view: None):
+        reference, expected = run(conf, batches, snapshot=snapshot)
+    assert produced == expected
+    assert to_document(model) == to_document(reference)
+
+
 def shard_of(record, shards):
     """As streaming/job.py routes: by ledger id when the request has one (the audit keys ledgers), else request id."""
     if not hasattr(record, "request_id"):
