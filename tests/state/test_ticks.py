@@ -138,3 +138,26 @@ def test_ticked_shards_give_the_same_outputs_as_one(records, shards, cuts, fract
         union.extend(run_with_ticks(conf, batches, horizons, end_ms, shard=shard, shards=shards))
     assert sorted(union) == sorted(single)
     assert len(union) == len(single)
+
+
+@given(case=configured_streams(metadata_groups=True), shards=st.integers(2, 4),
+       cuts=st.lists(st.integers(0, 40), max_size=3),
+       fractions=st.lists(st.sampled_from((0.0, 0.5, 1.0)), min_size=1, max_size=3))
+def test_ticked_shards_of_every_policy_give_the_same_outputs_as_one(case, shards, cuts, fractions):
+    """As above, for every configuration whose decisions do not depend on earlier requests (all but
+    region-aware, whose round robin across calls is per shard: README, Deploying on a Spark cluster)."""
+    name, records = case
+    conf = CONFS[name]
+    if conf["ensemblePlacementPolicy"] == "regionaware":
+        return
+    end_ms = records[-1].time_ms + 500_000
+    single = run_with_ticks(conf, [records], [None], end_ms)
+    union = []
+    for shard in range(shards):
+        mine = [r for r in records if shard_of(r, shards) in (None, shard)]
+        if not mine:
+            continue
+        batches, horizons = ticked(mine, cuts, fractions)
+        union.extend(run_with_ticks(conf, batches, horizons, end_ms, shard=shard, shards=shards))
+    assert sorted(union) == sorted(single)
+    assert len(union) == len(single)
