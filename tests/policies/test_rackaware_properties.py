@@ -166,3 +166,38 @@ def test_uniform_among_acceptable_including_rejected_draws(make_policy):
                 assert abs(counts[(first, second)] - n * p) <= 5 * sigma, (exclude, first, second, counts)
         assert sum(counts.values()) == n
         assert all(rack[x] != rack[y] for x, y in counts)
+
+
+@given(scenarios(), st.integers(0, 6))
+def test_replacement_follows_the_rack_preference_order(scenario, position):
+    """Spec §5.1 step 6: a bookie of the replaced bookie's rack when one is eligible; else one of a rack
+    the rest of the ensemble does not use; else (enforcement off) any eligible bookie, (on) NotEnough.
+    Eligible: known, not excluded, not in the ensemble, and under enforcement not in the default rack."""
+    racks, conf, e, w, a, exclude, disk, seed = scenario
+    policy = make(racks, conf, disk)
+    enforce = conf["enforceMinNumRacksPerWriteQuorum"]
+    known = sorted(policy.known)
+    if len(known) < e:
+        return
+    current = random.Random(seed).sample(known, e)
+    victim = current[position % e]
+    rack = policy.known
+    ineligible = set(exclude) | set(current) | (set(racks.get(D, ())) if enforce else set())
+    eligible = [b for b in known if b not in ineligible]
+    used = {rack[b] for b in current if b != victim}
+    same = [b for b in eligible if rack[b] == rack[victim]]
+    unused = [b for b in eligible if rack[b] not in used]
+    try:
+        result = policy.replace_bookie(e, w, a, None, current, victim, exclude, rng=random.Random(seed))
+    except NotEnoughBookiesError:
+        assert not same and not unused and (enforce or not eligible)
+        return
+    assert result.bookie in eligible
+    if same:
+        assert rack[result.bookie] == rack[victim]
+    elif unused:
+        assert rack[result.bookie] not in used
+    else:
+        assert not enforce
+    assert result.ensemble == [result.bookie if b == victim else b for b in current]
+    assert result.adherence == policy.is_ensemble_adhering(result.ensemble, w, a)

@@ -148,3 +148,100 @@ def test_membership_changes_keep_the_index_consistent(steps, seed):
             continue
         usable = set(policy.known) | set(policy.pending_leaves())
         assert set(result.ensemble) <= usable
+
+
+def _located(location):
+    """(zone, UD) of `/zone/ud`; the default fault domain is (`/default-zone`, `/default-upgradedomain`)."""
+    zone, ud = location.split("/")[1:]
+    return "/" + zone, "/" + ud
+
+
+def fill_candidates(locations, slots, index, excluded, write_quorum, desired, min_zones):
+    """Spec §3.4 restated over plain sets: the bookies `fill(index)` may choose (empty: NotEnough).
+
+    `slots[i]` is the bookie in slot i or None; slot `index` is ignored."""
+    size = len(slots)
+    where = {b: _located(loc) for b, loc in locations.items()}
+    zone = {b: z for b, (z, _) in where.items()}
+
+    def filled(offsets):
+        return [slots[(index + o) % size] for o in offsets
+                if (index + o) % size != index and slots[(index + o) % size] is not None]
+
+    def around(n):
+        return filled([o for k in range(1, n + 1) for o in (-k, k)])
+
+    quorums = [filled(range(start, start + write_quorum)) for start in range(-(write_quorum - 1), 1)]
+
+    def candidates(zones):
+        base = {b for b in where if zone[b] not in zones and b not in excluded and locations[b] != DEFAULT_FD}
+        if not base:
+            return set()
+        used = {where[b] for b in around(write_quorum - 1)}
+        chosen = {b for b in base if where[b] not in used}
+        if chosen:
+            return chosen
+        single = set()
+        for members in quorums:
+            for z in {zone[b] for b in members}:
+                uds = {where[b][1] for b in members if zone[b] == z}
+                if len(uds) == 1:
+                    single.add((z, uds.pop()))
+        return {b for b in base if where[b] not in single}
+
+    for n in range(desired - 1, min_zones - 2, -1):
+        found = candidates({zone[b] for b in around(max(n, 0))})
+        if found:
+            return found
+    keep = set()
+    for members in quorums:
+        zones = {zone[b] for b in members}
+        if len(zones) <= min_zones - 1:
+            keep |= zones
+    return candidates(keep)
+
+
+@given(locations=clusters(), request=strict_requests(), seed=st.integers(0, 2**32 - 1),
+       exclude_count=st.integers(0, 3), weighted=st.booleans())
+def test_strict_new_ensemble_fills_each_slot_from_the_spec_candidates(locations, request, seed, exclude_count,
+                                                                     weighted):
+    """Each slot of a strict ensemble holds a bookie that `fill(index)` (§3.4) may choose given the
+    slots before it; every bookie in the default fault domain is excluded."""
+    min_zones, desired, ensemble_size, write_quorum = request
+    policy = build(locations, minNumZonesPerWriteQuorum=min_zones, desiredNumZonesPerWriteQuorum=desired,
+                   diskWeightBasedPlacementEnabled=str(weighted).lower())
+    exclude = set(sorted(locations)[:exclude_count])
+    try:
+        result = policy.new_ensemble(ensemble_size, write_quorum, 2, None, exclude, rng=random.Random(seed))
+    except NotEnoughBookiesError:
+        return
+    slots = [None] * ensemble_size
+    for index, bookie in enumerate(result.ensemble):
+        allowed = fill_candidates(locations, slots, index, exclude | set(result.ensemble[:index]), write_quorum,
+                                  min(write_quorum, desired), min_zones)
+        assert bookie in allowed, (index, bookie, sorted(allowed))
+        slots[index] = bookie
+
+
+@given(locations=clusters(), request=strict_requests(), seed=st.integers(0, 2**32 - 1),
+       slot=st.integers(0, 9), exclude_count=st.integers(0, 3))
+def test_strict_replacement_is_a_spec_candidate_and_fails_only_without_one(locations, request, seed, slot,
+                                                                           exclude_count):
+    """Strict `replace_bookie` (§3.5): `fill(index)` over the current ensemble, excluding the caller's
+    exclusions, the default fault domain and the ensemble; NotEnough exactly when no candidate exists."""
+    min_zones, desired, ensemble_size, write_quorum = request
+    names = sorted(locations)
+    assume(len(names) >= ensemble_size)
+    policy = build(locations, minNumZonesPerWriteQuorum=min_zones, desiredNumZonesPerWriteQuorum=desired)
+    current = random.Random(seed).sample(names, ensemble_size)
+    position = slot % ensemble_size
+    exclude = set(names[-exclude_count:]) if exclude_count else set()
+    allowed = fill_candidates(locations, current, position, exclude | set(current), write_quorum,
+                              min(write_quorum, desired), min_zones)
+    try:
+        result = policy.replace_bookie(ensemble_size, write_quorum, 2, None, current, current[position], exclude,
+                                       rng=random.Random(seed))
+    except NotEnoughBookiesError:
+        assert not allowed
+        return
+    assert result.bookie in allowed, (result.bookie, sorted(allowed))
