@@ -9,7 +9,7 @@ from tests.state import helpers as h
 BOOKIES = tuple(f"bk{i}:3181" for i in range(8)) + ("bare",)
 LOCATIONS = ("/r0", "/r1", "/r2", "/r3", "/", "/region/r9")
 GROUPS = ("g1", "g2")
-FEATURES = ("region2.disallowBookies", "repp_disable_durability_enforcement")
+FEATURES = ("region2.disallowBookies", "repp_disable_durability_enforcement", "r1.disallowBookies")
 
 # Configurations exercised by the property tests (all pure policies of the placement core).
 CONFS = {
@@ -30,6 +30,16 @@ CONFS = {
                                       "desiredNumZonesPerWriteQuorum": "2", "minNumZonesPerWriteQuorum": "1"},
     "isolated": {"ensemblePlacementPolicy": "isolated", "bookkeeperClientIsolationGroups": "g1",
                  "bookkeeperClientSecondaryIsolationGroups": "g2", "networkTopologyStabilizePeriodSeconds": "20"},
+}
+
+# Locations of the depth and shape each policy places by (zones and upgrade domains, regions and racks),
+# drawn besides `LOCATIONS` so that the zone- and region-aware policies also place on well-formed clusters.
+CONF_LOCATIONS = {
+    "zoneaware-stabilized-weighted": ("/z0/u0", "/z0/u1", "/z1/u0", "/z1/u1", "/z2/u0",
+                                      "/default-zone/default-upgradedomain"),
+    "regionaware-durable": ("/r0/a", "/r0/b", "/r1/a", "/r1/b", "/r2/a", "/default-region/default-rack"),
+    "rackaware-enforced": ("/default-rack",),
+    "isolated": ("/default-rack",),
 }
 
 bookies = st.sampled_from(BOOKIES)
@@ -109,4 +119,9 @@ confs = st.sampled_from(sorted(CONFS))
 def configured_streams(draw, **kwargs):
     """(conf name, stream), locations of every depth included."""
     name = draw(confs)
-    return name, draw(streams(locations=LOCATIONS, **kwargs))
+    extra = CONF_LOCATIONS.get(name, ())
+    if extra and draw(st.booleans()):
+        locations = extra + ("/r0",)      # well formed but for one location of another depth
+    else:
+        locations = LOCATIONS + extra
+    return name, draw(streams(locations=locations, **kwargs))
