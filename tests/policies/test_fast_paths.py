@@ -11,6 +11,7 @@ import bisect
 import json
 import itertools
 import random
+from collections import Counter
 
 import pytest
 from hypothesis import given, settings
@@ -659,3 +660,67 @@ def test_the_position_beyond_the_racks_is_the_general_loops(monkeypatch):
             assert got == expected, (seed, step)
             assert rngs[0].random() == rngs[1].random(), (seed, step)
     assert calls["placed"] > 300
+
+
+# -- adherence of wide write sets (the sliding paths from write quorum 8) ----------------------------
+
+WIDE_RACKS = {**{f"/r{r}": [f"b{r}-{i}" for i in range(3)] for r in range(6)}, "/default-rack": ["d1", "d2"]}
+WIDE_RACK_MEMBERS = [b for members in WIDE_RACKS.values() for b in members] + ["gone1", "gone2"]
+WIDE_ZONE_UDS = [(f"/z{z}", f"/u{u}") for z in range(5) for u in range(3)] + [UNRESOLVED]
+WIDE_REGIONS = {**{f"{g}-{r}-{n}:3181": f"/{g}/r{r}" for g in "abcd" for r in range(3) for n in range(2)},
+                "u-0:3181": "/default-region/default-rack", "u-1:3181": "/default-region/default-rack"}
+
+
+@given(st.lists(st.sampled_from(WIDE_RACK_MEMBERS), min_size=1, max_size=24), st.integers(1, 26),
+       st.integers(1, 10), st.booleans())
+def test_wide_rack_adherence_matches_the_windowed_rule(ensemble, write_quorum, min_racks, enforce):
+    """The tests above never reach W >= 8 with E > W: ensembles of up to 24 bookies do."""
+    policy = build_policy(WIDE_RACKS, minNumRacksPerWriteQuorum=min_racks,
+                          enforceMinNumRacksPerWriteQuorum=str(enforce).lower())
+    assert policy.is_ensemble_adhering(ensemble, write_quorum, 1) == \
+        windowed_rack_adherence(policy, ensemble, write_quorum)
+
+
+@given(st.lists(st.sampled_from(WIDE_ZONE_UDS), min_size=1, max_size=24), st.integers(1, 26), st.integers(0, 6),
+       st.integers(1, 8))
+def test_wide_zone_adherence_matches_the_windowed_rule(located, write_quorum, min_zones, desired):
+    if min_zones > desired:
+        min_zones, desired = desired, min_zones
+    policy = zone_policy(zone_layout(1, 1, 1), minNumZonesPerWriteQuorum=min_zones,
+                         desiredNumZonesPerWriteQuorum=desired)
+    assert policy._adherence(located, write_quorum) == plain_zone_adherence(policy, located, write_quorum)
+
+
+def windowed_region_adherence(policy, ensemble, write_quorum, ack_quorum):
+    """`RegionawarePolicy.is_ensemble_adhering`'s rule (a)-(c) as written, over every write set
+    (wrapping) of distinct known members."""
+    settings = policy.settings
+    min_regions = policy.min_regions if policy.is_durability_enforced() else 0
+    default = policy.default_location if settings.enforce_min_racks else None
+    soft_regions = min(write_quorum, settings.min_racks_per_write_quorum, max(policy._populated_regions(), 1))
+    result = Adherence.MEETS_STRICT
+    for start in range(len(ensemble)):
+        members = {ensemble[(start + j) % len(ensemble)] for j in range(write_quorum)} & policy.known.keys()
+        racks = {policy.known[b] for b in members}
+        if len(racks) < min(write_quorum, settings.min_racks_per_write_quorum) or default in racks:
+            return Adherence.FAIL
+        copies = sorted(Counter(policy.region_of[b] for b in members).values(), reverse=True)
+        if min_regions > 0:
+            if len(copies) < min(min_regions, write_quorum) or sum(copies[:min_regions - 1]) >= ack_quorum:
+                return Adherence.FAIL
+        elif len(copies) < soft_regions:
+            result = Adherence.MEETS_SOFT
+    return result
+
+
+@given(st.lists(st.sampled_from([*sorted(WIDE_REGIONS), "gone:3181"]), min_size=1, max_size=20, unique=True),
+       st.integers(1, 22), st.integers(1, 22), st.sampled_from([0, 2, 3]), st.booleans(), st.integers(1, 5))
+def test_wide_region_adherence_matches_the_windowed_rule(ensemble, write_quorum, ack_quorum, min_regions, enforce,
+                                                         min_racks):
+    conf = {"enforceMinNumRacksPerWriteQuorum": str(enforce).lower(), "minNumRacksPerWriteQuorum": min_racks}
+    if min_regions:
+        conf.update(reppRegionsToWrite="a;b;c", reppMinimumRegionsForDurability=min_regions)
+    policy, _ = make_region_policy(WIDE_REGIONS, **conf)
+    ack_quorum = min(ack_quorum, write_quorum)
+    assert policy.is_ensemble_adhering(ensemble, write_quorum, ack_quorum) == \
+        windowed_region_adherence(policy, ensemble, write_quorum, ack_quorum)
