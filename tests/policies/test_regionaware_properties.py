@@ -189,3 +189,30 @@ def test_replace_to_adhere_returns_an_adhering_ensemble_or_nothing(case, seed, d
     assert result.adherence == policy.is_ensemble_adhering(result.ensemble, sizes[1], sizes[2]) != Adherence.FAIL
     assert len(result.ensemble) == len(ensemble) == len(set(result.ensemble))
     assert not (set(result.ensemble) - set(ensemble)) & exclude
+
+
+@given(case=ensembles(), seed=st.integers(0, 2**32 - 1), enforce=st.booleans(), durable=st.booleans())
+def test_replacement_prefers_the_replaced_bookies_rack_then_its_region(case, seed, enforce, durable):
+    """Spec §2.1 step 5: the replaced bookie's region asks its sub-policy for its rack first, then any
+    bookie of the region, before step 6 looks at other regions. Eligible: not excluded, not in the
+    ensemble, and under rack enforcement not at the default location."""
+    bookies, ensemble, sizes, exclude = case
+    durable = durable and len(regions_in(bookies)) >= 2
+    conf = {"reppRegionsToWrite": ";".join(regions_in(bookies)), "reppMinimumRegionsForDurability": 2} \
+        if durable else {}
+    policy, _ = make_policy(bookies, enforceMinNumRacksPerWriteQuorum=str(enforce).lower(), **conf)
+    victim = ensemble[seed % len(ensemble)]
+    default = {b for b, loc in bookies.items() if loc == "/default-region/default-rack"} if enforce else set()
+    eligible = [b for b in sorted(bookies) if b not in exclude | set(ensemble) | default]
+    same_rack = [b for b in eligible if bookies[b] == bookies[victim]]
+    same_region = [b for b in eligible if region_of(bookies[b]) == region_of(bookies[victim])]
+    try:
+        result = policy.replace_bookie(*sizes, None, ensemble, victim, exclude, rng=random.Random(seed))
+    except NotEnoughBookiesError:
+        assert not same_region
+        return
+    assert result.bookie in eligible
+    if same_rack:
+        assert bookies[result.bookie] == bookies[victim]
+    elif same_region:
+        assert region_of(bookies[result.bookie]) == region_of(bookies[victim])
