@@ -234,6 +234,14 @@ class LedgerAudit:
             produced += self._trim(time_ms, view.version)
         return produced
 
+    def keep_bound(self, time_ms: int, version: int) -> list[Output]:
+        """Forget the least recently seen ledgers beyond `max_ledgers`, resolving their open alerts.
+
+        Only a registry restored under a lower `engine.audit.maxLedgers` (a restart with another
+        configuration) is over its bound; 0 then forgets every ledger. Cost: O(1) within the bound.
+        """
+        return self._trim(time_ms, version) if len(self.entries) > self.max_ledgers else []
+
     def _trim(self, time_ms: int, version: int) -> list[Output]:
         produced: list[Output] = []
         entries = self.entries
