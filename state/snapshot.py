@@ -223,6 +223,11 @@ def from_document(document: dict[str, Any], conf: Mapping[str, Any],
         model.policy = model.new_policy()
     if document["policy"] == model.policy_name:
         model.policy.import_state(document["policy_state"])
+        if not model.placement.keep_stale_readonly_set:
+            # Written under placement.compat.keepStaleReadOnlySet, the policy's set may be stale.
+            for policy in (model.policy, getattr(model.policy, "secondary", None)):
+                if policy is not None and hasattr(policy, "readonly"):
+                    policy.readonly = frozenset(model.readonly)
         model.rack_info_stale = bool(document["rack_info_stale"])
         model.disk_stale = bool(document["disk_stale"])
     else:

@@ -9,7 +9,7 @@ from state.cluster import ClusterModel
 from state.health import ALERT_DEFAULT_RACK
 from state.outputs import ALERT_FLAPPING
 from state.snapshot import dumps, from_document, loads, to_document
-from tests.state.helpers import Runner, create, format_1, lost, writable
+from tests.state.helpers import Runner, create, format_1, lost, readonly, writable
 
 pytestmark = pytest.mark.skipif("audit" not in ClusterModel.__init__.__code__.co_names,
                                 reason="the ledger audit is not wired into state.step yet")
@@ -100,3 +100,18 @@ def test_a_snapshot_restored_under_a_lower_max_ledgers_keeps_the_bound(bound):
         {subject: opened_id for subject, opened_id in opened.items() if subject not in kept}
     after = runner.run(writable(4_000, victim))
     assert {a["subject"] for a in runner.alerts(produced=after)} == kept, "forgotten ledgers raise nothing"
+
+
+def test_a_snapshot_of_the_stale_read_only_quirk_restored_without_it_reports_the_read_only_set():
+    """Found with random seeds: written under `placement.compat.keepStaleReadOnlySet=true` (Java's
+    never-cleared read-only set), restored without it, the policy kept the stale set until the next
+    membership change."""
+    quirk = {"ensemblePlacementPolicy": "rackaware", "networkTopologyStabilizePeriodSeconds": "5",
+             "placement.compat.keepStaleReadOnlySet": "true"}
+    runner = Runner(quirk)
+    runner.run(writable(0, "a:3181", "/a"), readonly(0, "b:3181"), writable(0, "b:3181", "/b"))
+    assert runner.model.policy.readonly == {"b:3181"}
+    plain = {key: value for key, value in quirk.items() if not key.startswith("placement.compat")}
+    model = loads(dumps(runner.model), plain)
+    assert model.policy.readonly == set() and model.policy.secondary.readonly == set()
+    model.check_invariants()
