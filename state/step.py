@@ -124,7 +124,7 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
             records.append(item)
     if records and model is None:
         raise ValueError("cluster: records need a cluster name")
-    if model is not None and len(model.audit) > model.audit.max_ledgers:
+    if model is not None:
         # Restored under a lower engine.audit.maxLedgers: forget the excess before anything else.
         result.extend(model.audit.keep_bound(model.clock_ms, model.version))
     for record in in_time_order(records):

@@ -104,20 +104,13 @@ def test_pending_leaves_read_from_the_change_log_match_a_whole_comparison(case, 
 def test_rack_info_handed_over_by_bookie_matches_the_whole_hand_over(case, cuts, snapshot):
     """Handing the policy only the rack-info listings that changed (`update_rack_entries`) gives the
     outputs and the final model that handing it the whole rack info (as before) gives."""
-    name, records = case
-    conf = CONFS[name]
-    batches = split(records, cuts)
-    model, produced = run(conf, batches, snapshot=snapshot)
     flush = ClusterModel.flush_rack_info
 
     def whole(self):
         self.rack_info_dirty = None            # unknown changes: the whole rack info
         flush(self)
 
-    with mock.patch.object(ClusterModel, "flush_rack_info", whole):
-        reference, expected = run(conf, batches, snapshot=snapshot)
-    assert produced == expected
-    assert to_document(model) == to_document(reference)
+    assert_same_as_reference(case, cuts, snapshot, mock.patch.object(ClusterModel, "flush_rack_info", whole))
 
 
 @given(case=configured_streams(metadata_groups=True), cuts=st.lists(st.integers(0, 40), max_size=3),
@@ -125,20 +118,13 @@ def test_rack_info_handed_over_by_bookie_matches_the_whole_hand_over(case, cuts,
 def test_membership_handed_over_as_changes_matches_the_whole_snapshot(case, cuts, snapshot):
     """Telling the policy which bookies' membership changed (`on_cluster_changed(changed=...)`, O(changed)
     per event) gives the outputs and the final model that comparing the whole sets (as before) gives."""
-    name, records = case
-    conf = CONFS[name]
-    batches = split(records, cuts)
-    model, produced = run(conf, batches, snapshot=snapshot)
     changed = ClusterModel._cluster_changed
 
     def whole(self, joined, **kwargs):
         self.membership_changed = None         # unknown changes: the policy compares the whole sets
         return changed(self, joined, **kwargs)
 
-    with mock.patch.object(ClusterModel, "_cluster_changed", whole):
-        reference, expected = run(conf, batches, snapshot=snapshot)
-    assert produced == expected
-    assert to_document(model) == to_document(reference)
+    assert_same_as_reference(case, cuts, snapshot, mock.patch.object(ClusterModel, "_cluster_changed", whole))
 
 
 @given(case=configured_streams(metadata_groups=True), cuts=st.lists(st.integers(0, 40), max_size=3),
@@ -146,11 +132,17 @@ def test_membership_handed_over_as_changes_matches_the_whole_snapshot(case, cuts
 def test_shared_verdicts_match_evaluating_every_ledger(case, cuts, snapshot):
     """The audit shares one verdict among the ledgers of a re-check pass that hold the same ensemble
     and quorums (`state.audit._verdicts`); outputs and the final model are those of evaluating each."""
+    assert_same_as_reference(case, cuts, snapshot, mock.patch("state.audit._verdicts", lambda view: None))
+
+
+def assert_same_as_reference(case, cuts, snapshot, reference_patch):
+    """The outputs and the final model of `case` equal those of a run under `reference_patch` (the
+    slower path a faster one replaced)."""
     name, records = case
     conf = CONFS[name]
     batches = split(records, cuts)
     model, produced = run(conf, batches, snapshot=snapshot)
-    with mock.patch("state.audit._verdicts", lambda view: None):
+    with reference_patch:
         reference, expected = run(conf, batches, snapshot=snapshot)
     assert produced == expected
     assert to_document(model) == to_document(reference)
