@@ -248,10 +248,19 @@ def decision_id(cluster: str, request_id: str) -> str:
 def decision(*, cluster: str, request_id: str, request_type: str | None, ledger_id: int | None,
              time_ms: int | None, policy: str, topology_version: int | None, ensemble: list[str] | None = None,
              bookie: str | None = None, adherence: str | None = None, error: Mapping[str, str] | None = None,
-             explain: Mapping[str, Any] | None = None) -> Output:
-    """A decision (CONTRACT §2): `status` is `failed` exactly when `error` is given."""
+             explain: Mapping[str, Any] | None = None, explain_ready: bool = False) -> Output:
+    """A decision (CONTRACT §2): `status` is `failed` exactly when `error` is given.
+
+    `explain_ready=True`: `explain` is a new dict of JSON values of their exact types (str keys; str,
+    int, float, bool, None, and lists and dicts of them) that nobody changes afterwards; it becomes the
+    decision's `explain` as it is, without the `jsonable` copy (about 3 us of a decision's 5). The
+    built-in policies' explanations are such values (tests/state/test_explain_ownership.py).
+    """
     ident = decision_id(cluster, request_id)
-    explained = jsonable(explain) if explain else {}
+    if explain_ready and type(explain) is dict:
+        explained = explain
+    else:
+        explained = jsonable(explain) if explain else {}
     explained["topology_version"] = topology_version
     payload = {
         "id": ident,

@@ -212,6 +212,7 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
     adherence_name = None if adherence is None else getattr(adherence, "name", None) or Adherence(adherence).name
     # Provenance at the state level (issue 5): what the cluster looked like at decision time, O(1).
     # A failed decision keeps the policy's explanation of the failure (`constraint`, the steps reached).
+    # A new dict; what it holds is the policy's, built for this call (so the decision takes it as it is).
     explain = {**explain, "bookies": {"writable": len(model.writable), "readonly": len(model.readonly),
                                       "pending": len(model.pending), "join_failed": len(model.join_failures),
                                       "flapping": len(model.flapping)}}
@@ -219,7 +220,7 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
         cluster=model.cluster, request_id=request.request_id, request_type=request.type,
         ledger_id=request.ledger_id, time_ms=request.time_ms, policy=model.policy_name,
         topology_version=version, ensemble=None if error else ensemble, bookie=None if error else bookie,
-        adherence=adherence_name, error=error, explain=explain)
+        adherence=adherence_name, error=error, explain=explain, explain_ready=True)
     produced.append(decided)
     # The ledger audit remembers every placed or checked ensemble (issue 5; state/audit.py).
     remembered = [] if error is not None else model.audit.remember(
