@@ -82,6 +82,16 @@ def event_time(value: Column) -> Column:
     return F.when(parsed.isNotNull(), F.least(parsed, F.current_timestamp() + F.expr(f"INTERVAL {FUTURE_TOLERANCE}")))
 
 
+def shard_labels(keyed: DataFrame, shards: int) -> DataFrame:
+    """`keyed` (with its `cluster` column) with the `shard` column `place` groups by: 0 for one shard;
+    else every event once per shard and each request once, in the shard its ledger (or request) goes to,
+    labelled by `spread_shards`."""
+    if shards <= 1:
+        return keyed.withColumn("shard", F.lit(0))
+    keyed = keyed.withColumn("shard", F.explode(_shard_column(shards)))
+    return keyed.withColumn("shard", spread_shards(F.col("cluster"), F.col("shard"), shards, _partitions(keyed)))
+
+
 def place(records: DataFrame, conf: Mapping[str, str], settings: EngineSettings, source_kind: str,
           files: Sequence[str] = (), *, idle_ticks: bool = False) -> DataFrame:
     """Group normalised records by (cluster, shard) and run the cluster model over them.
@@ -94,12 +104,7 @@ def place(records: DataFrame, conf: Mapping[str, str], settings: EngineSettings,
     """
     shards = settings.shards_per_cluster
     keyed = records.withColumn("cluster", F.coalesce(F.get_json_object("value", "$.cluster"), F.lit("")))
-    if shards > 1:
-        keyed = keyed.withColumn("shard", F.explode(_shard_column(shards)))
-        keyed = keyed.withColumn("shard", spread_shards(F.col("cluster"), F.col("shard"), shards, _partitions(keyed)))
-    else:
-        keyed = keyed.withColumn("shard", F.lit(0))
-    keyed = keyed.select(*INPUT_COLUMNS)
+    keyed = shard_labels(keyed, shards).select(*INPUT_COLUMNS)
     tick_seconds = settings.idle_tick_seconds if idle_ticks else 0
     timeout = GroupStateTimeout.NoTimeout
     if tick_seconds:

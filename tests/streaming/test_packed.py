@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from state.outputs import Output
-from streaming.job import _shard_column, spread_shards
+from streaming.job import _shard_column, shard_labels, spread_shards
 from streaming.packed import PACK_SIZE, pack, pack_outputs, route, spark_xxhash64, summary_counts, top_level, unpack
 
 RECORDS = [
@@ -40,6 +40,18 @@ def test_python_routing_matches_the_run_jobs_spark_expressions(spark, shards):
     for row in frame.collect():
         cluster, targets = route(top_level(row.value), shards)
         assert (cluster, sorted(targets)) == (row.cluster, sorted(row.shards)), row.value
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_the_run_jobs_shard_labels_reach_the_shards_python_routes_to(spark, shards):
+    """`shard_labels` (what `place` groups by) gives each record the shards `route` names, once each."""
+    frame = spark.createDataFrame([(r,) for r in RECORDS], "value string")
+    frame = frame.withColumn("cluster", F.coalesce(F.get_json_object("value", "$.cluster"), F.lit("")))
+    reached: dict[str, list[int]] = {}
+    for row in shard_labels(frame, shards).collect():
+        reached.setdefault(row.value, []).append(row.shard % shards)
+    for value in RECORDS:
+        assert sorted(reached[value]) == sorted(route(top_level(value), shards)[1]), value
 
 
 def test_xxhash64_is_sparks_for_every_length_and_for_non_ascii_text(spark):
