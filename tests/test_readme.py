@@ -1,5 +1,6 @@
 """The README tells the truth: its commands, examples and key tables match the code."""
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -64,3 +65,52 @@ def test_every_placement_key_is_documented():
                 "placement.compat.keepStaleReadOnlySet", "placement.isolation.failClosed"):
         assert f"`{key}`" in section, key
     assert PlacementSettings.from_conf({}).min_racks_per_write_quorum == 2
+
+
+def _json_examples(section: str) -> list[dict]:
+    return [json.loads(block) for block in re.findall(r"```json\n(\{.*?\})\n```", section, flags=re.S)]
+
+
+def test_the_decision_example_has_every_field_and_every_always_present_explain_key():
+    outputs = README.split("## Outputs", 1)[1].split("\n## ", 1)[0]
+    decision = _json_examples(outputs.split("**Decisions**", 1)[1])[0]
+    assert set(decision) == {"id", "request_id", "cluster", "ledger_id", "type", "status", "ensemble", "bookie",
+                             "adherence", "error", "policy", "time", "topology_version", "explain"}
+    table = outputs.split("**`explain`**", 1)[1].split("```json", 1)[0]
+    always = {key for key, present in re.findall(r"^\| `(\w+)` \| ([^|]*) \|", table, flags=re.M)
+              if present.strip() == "always"}
+    assert always == {"policy", "topology_version", "steps", "excluded", "fallbacks"}
+    assert always | {"bookies"} <= set(decision["explain"]), "an ok decision also carries `bookies`"
+
+
+def test_every_dead_letter_code_the_readme_names_exists():
+    from events import Reason
+
+    outputs = README.split("**Dead letters**", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([A-Z][A-Z_]+)`", outputs))
+    assert named and named <= {reason.name for reason in Reason}, named - {reason.name for reason in Reason}
+
+
+def _documented_defaults(section: str) -> dict[str, str]:
+    """`key` -> its default, for the rows whose default is one literal value in backticks."""
+    rows = re.findall(r"^\| `([\w.]+)`[^|]* \| `([^`|]*)` \|", section, flags=re.M)
+    return dict(rows)
+
+
+def test_every_key_set_to_its_documented_default_changes_nothing():
+    from state.settings import ModelSettings
+    from streaming.settings import EngineSettings
+
+    placement = README.split("### Placement keys", 1)[1].split("### Engine keys", 1)[0]
+    engine = README.split("### Engine keys", 1)[1].split("\n## ", 1)[0]
+    defaults = _documented_defaults(placement)
+    assert len(defaults) >= 20, defaults
+    for key, value in defaults.items():
+        assert PlacementSettings.from_conf({key: value}) == PlacementSettings.from_conf({}), (key, value)
+    defaults = _documented_defaults(engine)
+    assert len(defaults) >= 20, defaults
+    for key, value in defaults.items():
+        conf = {key: value}
+        assert EngineSettings.from_conf(conf, frozenset(MODEL_KEYS)) == EngineSettings.from_conf({}), (key, value)
+        model = dataclasses.replace(ModelSettings.from_conf(conf), conf={})     # `conf` keeps the raw mapping
+        assert model == ModelSettings.from_conf({}), (key, value)
