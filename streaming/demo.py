@@ -24,7 +24,7 @@ REGIONS = ("region-a", "region-b", "region-c")
 RACKS_PER_REGION = 4
 BOOKIES_PER_RACK = 4
 CLUSTER = "demo"
-START_MS = 1_795_000_000_000  # 2026-11-19T09:46:40Z
+START_MS = 1_795_000_000_000  # 2026-11-18T11:06:40Z
 
 DEMO_CONF = {
     "ensemblePlacementPolicy": "rackaware",

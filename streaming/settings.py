@@ -82,7 +82,7 @@ class EngineSettings:
     kafka_connector: str = "python"
     end_offset_probe: str = "fetch"
     alerts_kafka_mode: str = "binary"
-    replay_records_per_trigger: int = 50000
+    replay_records_per_trigger: int = 200000
     stop_grace_seconds: int = 20
     kafka_client: dict[str, str] = field(default_factory=dict)
 

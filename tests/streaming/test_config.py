@@ -106,3 +106,8 @@ def test_an_interrupted_command_says_so_in_one_line_and_exits_130(monkeypatch, c
     assert main(["demo"]) == 130
     err = capsys.readouterr().err
     assert err.strip() == "placement-engine: demo interrupted; anything it was writing is incomplete"
+
+
+def test_the_settings_defaults_are_the_documented_defaults():
+    # EngineSettings() once said 50,000 records per replay trigger while DEFAULTS (and the README) say 200,000.
+    assert EngineSettings() == EngineSettings.from_conf({})
