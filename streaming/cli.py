@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--conf", default=None, help="properties file whose keys override the demo's "
                       "(rack-aware, 2 racks enforced, disk weights, 30 s stabilization)")
     demo.add_argument("--out", default=None, metavar="DIR", help="keep the generated input and outputs here")
-    demo.add_argument("--requests", type=int, default=5000, help="number of requests (ledger creates, replaces and checks)")
+    demo.add_argument("--requests", type=int, default=5000,
+                      help="number of requests (ledger creates, replaces and checks)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the generated scenario")
     demo.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     demo.set_defaults(func=cmd_demo)
