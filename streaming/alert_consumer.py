@@ -18,7 +18,10 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TextIO
 
-SEVERITIES = ("info", "warning", "error", "critical")
+from state.outputs import ERROR, INFO, WARNING
+
+SEVERITIES = (INFO, WARNING, ERROR)
+"""The engine's alert severities, lowest first (`data.severity`)."""
 
 
 def event_from_kafka(value: bytes | None, headers: Iterable[tuple[str, bytes]] | None) -> dict[str, Any] | None:

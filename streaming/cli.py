@@ -114,6 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    logging.getLogger("kafka").setLevel(logging.WARNING)   # kafka-python (`alerts`) logs each connection step
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -3,6 +3,8 @@ alerts and dead letters out, restart from the checkpoint, and the kafka-python a
 
 import io
 import json
+import subprocess
+import sys
 import time
 from argparse import Namespace
 
@@ -233,6 +235,14 @@ def test_alert_consumer_deduplicates_and_filters_against_the_broker(kafka_bootst
     assert sorted(e["id"] for e in run(cluster=["c1"])) == ["a1", "a3", "a4"]
     assert sorted(e["id"] for e in run(severity="error")) == ["a2", "a4"]
     assert [e["id"] for e in run(type=["placement.bookie."])] == ["a1"]
+
+    # The command itself: the alerts on stdout, and no kafka-python chatter on stderr.
+    command = [sys.executable, "-c", "import sys; from streaming.cli import main; sys.exit(main())", "alerts",
+               "--conf", str(conf_file), "--from-beginning", "--idle-timeout", "3", "--severity", "error"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 2, done.stdout
+    assert " kafka" not in done.stderr, done.stderr
 
 
 def test_run_refuses_to_start_on_a_missing_topic_naming_the_key(kafka_bootstrap, topics, tmp_path, capsys):
