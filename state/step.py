@@ -127,6 +127,11 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
     if model is not None:
         # Restored under a lower engine.audit.maxLedgers: forget the excess before anything else.
         result.extend(model.audit.keep_bound(model.clock_ms, model.version))
+        # Restored under a shorter stabilization period, flap window or TTL: changes already due at
+        # the clock (the policy dropped those leaves on restore) are applied and reported first.
+        due = model.next_expiry_ms()
+        if due is not None and due <= model.clock_ms:
+            result.extend(settle(model, model.clock_ms, emit_health=emit_events))
     for record in in_time_order(records):
         time_ms = record.time_ms
         due = model.next_expiry_ms()

@@ -5,10 +5,10 @@ import zlib
 
 import pytest
 
-from state import SnapshotError, dumps, loads
+from state import ModelSettings, SnapshotError, dumps, loads
 from state import snapshot as snapshot_module
 from state.snapshot import VERSION, to_document
-from tests.state.helpers import Runner, create, disk, lost, writable
+from tests.state.helpers import Runner, create, disk, lost, raw, writable
 
 CONF = {"ensemblePlacementPolicy": "rackaware", "networkTopologyStabilizePeriodSeconds": "30",
         "diskWeightBasedPlacementEnabled": "true", "engine.bookieHistoryTtlSeconds": "600"}
@@ -151,6 +151,25 @@ def test_a_changed_policy_rebuilds_from_membership():
     assert restored.policy_name == "default"
     assert set(restored.policy.known) == runner.model.writable
     assert restored.pending == {}
+
+
+def test_a_restore_under_a_shorter_stabilization_period_ends_the_overdue_delays_at_the_next_batch() -> None:
+    """Found by fuzzing (a restart under another configuration): restored with a shorter
+    `networkTopologyStabilizePeriodSeconds`, a departure whose new delay had already ended was dropped by
+    the policy but still pending in the model, and a batch of dead letters only left the two disagreeing.
+    The next batch, whatever it holds, ends the delay and reports it."""
+    runner = Runner(CONF)
+    runner.run(*[writable(0, f"b{i}:3181", f"/r{i % 3}") for i in range(6)], lost(2, "b5:3181"),
+               writable(10_000, "b0:3181", "/r0"))
+    assert set(runner.model.pending_leaves()) == {"b5:3181"}
+    runner.conf = {**CONF, "networkTopologyStabilizePeriodSeconds": "5"}
+    runner.settings = ModelSettings.from_conf(runner.conf)
+    runner.model = loads(dumps(runner.model), runner.conf)
+    produced = runner.run(raw('{"type": "bookie_lost", "cluster": "c1"}'))  # checks the invariants
+    assert runner.model.pending == {}
+    assert [(a["subject"], a["time"]) for a in runner.alerts("placement.bookie.departure_pending.resolved",
+                                                              produced=produced)] == \
+        [("b5:3181", "2023-11-14T22:13:30.000Z")]
 
 
 def test_state_stays_bounded_under_churn():
