@@ -20,7 +20,11 @@ Phases of one run:
    cluster; wait for their decisions (Python workers started, models built). Then --warmup requests (default
    20,000), all answered before measuring: a JVM runs Spark's code interpreted until its JIT compilers have
    seen it often enough, and a short benchmark of a cold session measures mostly that (the first pipeline of a
-   session paid 5x the JVM CPU per request of the second, the same, one). A running job is warm.
+   session paid 5x the JVM CPU per request of the second, the same, one). A running job is warm. Before
+   any pipeline is measured, each runs this warm-up once on one cluster (the session warm-up; --no-prewarm
+   skips it): even after its own 20,000 requests, the pipeline measured first paid part of the JVM's
+   compilation of the code both share (the pass-through measured first: 44 JVM CPU-us a request, 12 when
+   second; docs/performance.md, fifteenth pass).
 2. throughput: --backlog requests are produced at once (round-robin over the clusters); the rate is the backlog
    over the time from the first produce to the last distinct decision read back (consumer on the decisions
    topic). Batches are capped by engine.kafka.maxOffsetsPerTrigger (--max-offsets). Spark's own
@@ -338,7 +342,7 @@ def latency_phase(query, producer, reader, memory, topics, names, members, rng, 
             "load": [load[0], common.load_average()[0]]}
 
 
-def run_scenario(spark, bootstrap: str, pipeline: str, clusters: int, args, work: Path) -> dict:
+def run_scenario(spark, bootstrap: str, pipeline: str, clusters: int, args, work: Path, measure: bool = True) -> dict:
     import random
 
     from state.settings import MODEL_KEYS
@@ -387,6 +391,8 @@ def run_scenario(spark, bootstrap: str, pipeline: str, clusters: int, args, work
         result["warmup_s"] = time.perf_counter() - started
         result["warmup_requests"] = args.warmup
         settle(query)
+        if not measure:
+            return result
 
         # 2. throughput on a backlog, --repeat times; the median run is the figure
         runs = [throughput_phase(query, producer, reader, memory, topics, names, members, rng, args, f"B{n}")
@@ -496,6 +502,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=20_000,
                         help="requests answered before the throughput phase (JIT-compiles the JVM's paths, fills "
                              "the ledger audit), so the phases measure a running job, not a starting one")
+    parser.add_argument("--no-prewarm", dest="prewarm", action="store_false",
+                        help="skip the session warm-up (each pipeline's warm-up on one cluster, run before any "
+                             "pipeline is measured, so the order of --pipelines does not favour the second)")
     parser.add_argument("--repeat", type=int, default=3,
                         help="throughput phases per scenario, one after the other; the median is the figure (one "
                              "backlog is two or three micro-batches, and this machine's speed drifts)")
@@ -537,6 +546,13 @@ def main(argv: list[str] | None = None) -> None:
                               conf={"spark.sql.shuffle.partitions": str(args.shuffle_partitions),
                                     **dict(item.split("=", 1) for item in args.spark_conf)})
         print(f"# SparkSession started in {time.perf_counter() - started:.1f} s; broker {broker.bootstrap}", flush=True)
+        if args.prewarm:
+            # Every pipeline's warm-up before any is measured: the JVM compiles the code they share once,
+            # so the pipeline measured first does not pay for the one measured second.
+            for pipeline in pipelines:
+                warmed = run_scenario(spark, broker.bootstrap, pipeline, 1, args, work, measure=False)
+                print(f"# session warm-up, not measured: {pipeline}, {args.warmup:,} requests in "
+                      f"{warmed['warmup_s']:.1f} s", flush=True)
         for clusters in counts:
             for pipeline in pipelines:
                 try:
