@@ -89,16 +89,13 @@ def make_passthrough_function(source_kind: str = "kafka"):
 
 def start_passthrough(spark, conf: dict[str, str], settings, query_name: str):
     """The pass-through query, built like streaming.job.start_kafka_job with the state function swapped."""
-    from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    from streaming.job import kafka_outputs, kafka_records, shard_labels
+    from streaming.job import kafka_outputs, kafka_records, keyed_records
     from streaming.session import use_local_checkpoint_writer
-    from streaming.stateful import INPUT_COLUMNS, OUTPUT_DDL
+    from streaming.stateful import OUTPUT_DDL
 
-    records = kafka_records(spark, settings)
-    keyed = records.withColumn("cluster", F.coalesce(F.get_json_object("value", "$.cluster"), F.lit("")))
-    keyed = shard_labels(keyed, settings.shards_per_cluster).select(*INPUT_COLUMNS)  # the engine's grouping
+    keyed = keyed_records(kafka_records(spark, settings), settings.shards_per_cluster)  # the engine's grouping
     outputs = keyed.groupBy("cluster", "shard").applyInPandasWithState(
         make_passthrough_function(), OUTPUT_DDL, "seen long", "append", GroupStateTimeout.NoTimeout)
     use_local_checkpoint_writer(spark, settings.checkpoint_location)

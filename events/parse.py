@@ -15,10 +15,11 @@ its source and a precise reason. Checks run in a fixed order and the first failu
 Speed: one ``json`` decode plus straight-line checks with precompiled patterns; messages are only
 built for bad records (``bench/bench_events.py`` measures it).
 
-Known gap: a JSON key given twice keeps its last value (Python's ``json``), while Spark's
-``get_json_object`` reads the first. Detecting repeats exactly (decoding objects as pair lists)
-measured about 15% of the whole parse, so it is not done; a caller that routes on a field read by
-Spark must compare it with the parsed record (``streaming`` does so for ``cluster``, and for ``type`` with shards).
+Repeated keys: a JSON key given twice keeps its last value (Python's ``json``); the streaming job
+routes by Spark's ``json_tuple``, which keeps the last value that is not null. Detecting repeats
+exactly (decoding objects as pair lists) measured about 15% of the whole parse, so it is not done; a
+caller that routes on a field read by Spark must compare it with the parsed record (``streaming``
+does so for ``cluster``, and for ``type`` with shards).
 """
 
 from __future__ import annotations

@@ -182,22 +182,25 @@ def _origin(kind: str, name: str, part: int, pos: int, files: Sequence[str]) -> 
 
 
 def _routed_as_spark_did(item: Any, value: str, origin: Origin) -> Any:
-    """`item` as the shard Spark sent it to must see it, for a record naming its `type` twice.
+    """`item` as the shard Spark sent it to must see it, for a record whose `type` Spark may read
+    differently from Python.
 
-    Spark routes by the first `type` (a cluster event to every shard, a request to one shard), Python
-    reads the last. When they disagree, every shard would answer the record, or one shard alone would
-    apply an event (or drop its dead letter, which only shard 0 reports for events). The record becomes
-    a dead letter reported once: by the shard a request went to, else by shard 0.
+    Spark routes by the last `type` that is not null (`json_tuple`: a cluster event to every shard, a
+    request to one shard); Python reads the last, null included. When the last is null after a
+    request type, the record is a dead letter Spark sent to one shard only, not necessarily shard 0,
+    which alone reports the dead letters of events: it is reported as the request's, by that shard.
+    Should the two readings ever disagree otherwise, every shard would answer the record, or one
+    shard alone would apply an event: the record becomes a dead letter reported once.
     """
-    first = field_text(top_level(value), "type")
+    routed_by = field_text(top_level(value), "type")
     parsed = item.record_type if isinstance(item, DeadLetter) else item.type
-    if (first in REQUEST_TYPES) == (parsed in REQUEST_TYPES):
+    if (routed_by in REQUEST_TYPES) == (parsed in REQUEST_TYPES):
         return item
-    routed = first if first in REQUEST_TYPES else None
+    routed = routed_by if routed_by in REQUEST_TYPES else None
     if isinstance(item, DeadLetter):
         return dataclasses.replace(item, record_type=routed)
     return DeadLetter(raw=value, source=origin.to_record(), reason=Reason.INVALID_JSON, record_type=routed,
-                      detail="type: the record names its type more than once, as a cluster event and as a request")
+                      detail="type: Spark's routing and the parser read the record's type differently")
 
 
 def _internal_error_outputs(item: Any, cluster: str, exc: Exception, settings: ModelSettings,
@@ -416,10 +419,10 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
                 continue
             item = parse_record(value if value is not None else "", origin)
             if not isinstance(item, DeadLetter) and item.cluster != cluster:
-                # Spark grouped by the first `cluster` key, Python read another: refuse to guess.
+                # Spark's json_tuple and Python's json read the cluster differently: refuse to guess.
                 item = DeadLetter(raw=value, source=origin.to_record(), reason=Reason.INVALID_JSON,
-                                  detail="cluster: the record names its cluster more than once")
-            elif shards > 1 and value.count('"type"') > 1:
+                                  detail=f"cluster: Spark's grouping read it as {cluster!r}, the parser as {item.cluster!r}")
+            elif shards > 1 and (value.count('"type"') > 1 or "\\u" in value):  # two `type` keys, one maybe escaped
                 item = _routed_as_spark_did(item, value, origin)
             items.append(item)
             origins[id(item)] = origin

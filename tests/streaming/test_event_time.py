@@ -4,12 +4,12 @@ import datetime as dt
 
 from pyspark.sql import functions as F
 
-from streaming.job import event_time
+from streaming.job import event_time, routing_fields
 
 
 def _times(spark, values):
-    frame = spark.createDataFrame([(v,) for v in values], "value string")
-    return [row[0] for row in frame.select(event_time(F.col("value"))).collect()]
+    frame = routing_fields(spark.createDataFrame([(v,) for v in values], "value string"), ["time"])
+    return [row[0] for row in frame.select(event_time(F.col("_time"))).collect()]
 
 
 def test_iso_and_epoch_millisecond_times_are_read_and_unreadable_ones_are_null(spark):

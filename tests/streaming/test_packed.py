@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from state.outputs import Output
-from streaming.job import _shard_column, shard_labels, spread_shards
+from streaming.job import _shard_column, keyed_records, routing_fields, spread_shards
 from streaming.packed import PACK_SIZE, pack, pack_outputs, route, spark_xxhash64, summary_counts, top_level, unpack
 
 RECORDS = [
@@ -29,26 +29,32 @@ RECORDS = [
     '{"cluster":"x","bad":NaN}', '  {"cluster":"spaces"}  ', '{"cluster":"é","type":"ledger_create","ledger_id":"ü"}',
     '{"type":"ledger_create","cluster":"c1","ledger_id":null,"request_id":7}',
     '{"type":"LEDGER_CREATE","cluster":"c1","ledger_id":3}',
+    '{"type":"bookie_writable","cluster":"c1","type":"ledger_create","ledger_id":5,"ledger_id":null}',
+    '{"type":"ledger_create","cluster":"c1","type":"bookie_lost","request_id":"a","request_id":"b"}',
+    '{"cluster":"c1","cluster":null,"type":"ensemble_check","ledger_id":{"n":1},"ledger_id":"x"}',
 ]
 
 
 @pytest.mark.parametrize("shards", [1, 3, 7])
 def test_python_routing_matches_the_run_jobs_spark_expressions(spark, shards):
-    frame = spark.createDataFrame([(r,) for r in RECORDS], "value string")
-    frame = frame.select("value", F.coalesce(F.get_json_object("value", "$.cluster"), F.lit("")).alias("cluster"),
-                         _shard_column(shards).alias("shards") if shards > 1 else F.array(F.lit(0)).alias("shards"))
+    frame = routing_fields(spark.createDataFrame([(r,) for r in RECORDS], "value string"))
+    frame = frame.select("value", F.coalesce("_cluster", F.lit("")).alias("cluster"), _shard_column(shards).alias("shards"))
     for row in frame.collect():
         cluster, targets = route(top_level(row.value), shards)
         assert (cluster, sorted(targets)) == (row.cluster, sorted(row.shards)), row.value
 
 
 @pytest.mark.parametrize("shards", [1, 3])
-def test_the_run_jobs_shard_labels_reach_the_shards_python_routes_to(spark, shards):
-    """`shard_labels` (what `place` groups by) gives each record the shards `route` names, once each."""
-    frame = spark.createDataFrame([(r,) for r in RECORDS], "value string")
-    frame = frame.withColumn("cluster", F.coalesce(F.get_json_object("value", "$.cluster"), F.lit("")))
+def test_the_run_jobs_keyed_records_reach_the_cluster_and_shards_python_routes_to(spark, shards):
+    """`keyed_records` (what `place` groups by) gives each record the cluster and shards `route` names,
+    each shard once."""
+    zero = F.lit(0).cast("long")
+    frame = spark.createDataFrame([(r,) for r in RECORDS], "value string").select(
+        "value", zero.alias("o1"), zero.alias("o2"), zero.alias("o3"), F.lit("t").alias("src_name"),
+        F.lit(0).alias("src_part"), zero.alias("src_pos"))
     reached: dict[str, list[int]] = {}
-    for row in shard_labels(frame, shards).collect():
+    for row in keyed_records(frame, shards, with_time=True).collect():
+        assert row.cluster == route(top_level(row.value), shards)[0], row.value
         reached.setdefault(row.value, []).append(row.shard % shards)
     for value in RECORDS:
         assert sorted(reached[value]) == sorted(route(top_level(value), shards)[1]), value

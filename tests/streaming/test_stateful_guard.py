@@ -79,34 +79,46 @@ def test_without_zstd_in_pyarrow_the_state_function_stores_zlib_and_answers_alik
     assert loads(zlib_blob, CONF).writable == loads(zstd_blob, CONF, codec=STATE_CODEC).writable
 
 
-def test_a_record_naming_its_type_twice_as_event_and_request_is_one_dead_letter_with_shards(monkeypatch):
-    """Found by fuzzing: Spark routes by the first `type` (an event to every shard, a request to one),
-    Python reads the last, so with shards every shard answered such a record (or one shard alone applied
-    an event). It is dead-lettered once instead: by the shard a request went to, else by shard 0."""
+def test_records_naming_their_type_twice_are_answered_once_in_the_shards_spark_routes_them_to(monkeypatch):
+    """Spark routes by the last `type` that is not null, Python reads the last: with shards, a record is
+    answered (or dead-lettered) exactly once, whichever shards `route` (tested equal to Spark's
+    routing in test_packed) sends it to. Found by fuzzing when Spark read the first `type`."""
     import json
 
     import streaming.stateful as stateful
+    from streaming.packed import route, top_level
     from tests.streaming.test_model_cache import GroupState, _frame
 
     monkeypatch.setattr(stateful, "MODEL_CACHE", stateful.ModelCache())
     bookies = [json.dumps({"type": "bookie_writable", "cluster": "c1", "time": 1000, "bookie": f"bk{i}:3181",
                            "location": f"/r{i}"}) for i in range(4)]
-    create = '"cluster":"c1","time":5000,"request_id":"dup","ensemble_size":3,"write_quorum":2,"ack_quorum":2'
-    event_first = '{"type":"feature",' + create + ',"type":"ledger_create"}'
-    request_first = '{"type":"ledger_create",' + create + ',"type":"feature"}'
-    function = stateful.make_state_function({"ensemblePlacementPolicy": "rackaware"}, "kafka", shards=2)
-    rows = {}
-    for shard in (0, 1):   # the event-first record reaches both shards; the request-first one only shard 1
-        lines = bookies + [event_first] + ([request_first] if shard == 1 else [])
-        frames = function(("c1", shard), iter([_frame(lines, 0)]), GroupState())
-        rows[shard] = [(kind, json.loads(value)) for frame in frames for kind, _, _, value in frame.itertuples(index=False)]
-    kinds = {shard: [kind for kind, _ in found] for shard, found in rows.items()}
-    assert "decision" not in kinds[0] + kinds[1]
-    assert kinds[0].count("dead_letter") == 1 and kinds[1].count("dead_letter") == 1
-    [(_, first)] = [row for row in rows[0] if row[0] == "dead_letter"]
-    [(_, second)] = [row for row in rows[1] if row[0] == "dead_letter"]
-    assert first["raw"] == event_first and second["raw"] == request_first
-    assert "names its type more than once" in first["reason"] and first["code"] == "INVALID_JSON"
+    create = '"cluster":"c1","time":5000,"ensemble_size":3,"write_quorum":2,"ack_quorum":2'
+    records = {
+        "request last": '{"type":"feature",' + create + ',"request_id":"a","type":"ledger_create"}',
+        "request, then null": '{"type":"ledger_create",' + create + ',"request_id":"b","type":null}',
+        "event, then null": '{"type":"bookie_lost",' + create + ',"request_id":"c","type":null}',
+        "escaped second key": '{"type":"ledger_create",' + create + ',"request_id":"d","typ\\u0065":null}',
+    }
+
+    def answers(shards: int) -> dict[str, list[str]]:
+        """Each record's output kinds, over every shard `route` sends it to."""
+        function = stateful.make_state_function({"ensemblePlacementPolicy": "rackaware"}, "kafka", shards=shards)
+        found: dict[str, list[str]] = {name: [] for name in records}
+        for shard in range(shards):
+            lines = bookies + [value for value in records.values() if shard in route(top_level(value), shards)[1]]
+            for frame in function(("c1", shard), iter([_frame(lines, 0)]), GroupState()):
+                for kind, _, _, value in frame.itertuples(index=False):
+                    output = json.loads(value)
+                    for name, raw in records.items():
+                        if output.get("raw") == raw or output.get("request_id") == json.loads(raw)["request_id"]:
+                            found[name].append(kind)
+        return found
+
+    assert answers(2) == answers(1) == {
+        "request last": ["decision"],
+        "request, then null": ["dead_letter", "decision"],    # a request's dead letter is also its failed decision
+        "event, then null": ["dead_letter", "decision"],   # it names a request id
+        "escaped second key": ["dead_letter", "decision"]}
 
 
 def test_the_dead_letter_of_a_record_the_engine_fails_on_says_where_it_came_from(monkeypatch):
