@@ -44,6 +44,13 @@ def test_python_routing_matches_the_run_jobs_spark_expressions(spark, shards):
         assert (cluster, sorted(targets)) == (row.cluster, sorted(row.shards)), row.value
 
 
+def test_a_repeated_key_routes_by_its_last_value_that_is_not_null_as_the_parser_reads_it():
+    assert route(top_level('{"cluster":"a","cluster":"b"}'), 1)[0] == "b"         # Python's json: "b" too
+    assert route(top_level('{"cluster":"a","cluster":null}'), 1)[0] == "a"        # the parser: no cluster
+    assert route(top_level('{"type":"bookie_lost","cluster":"c","type":"ledger_create","ledger_id":1}'), 3)[1] == \
+        (spark_xxhash64(b"l:1") % 3,)
+
+
 @pytest.mark.parametrize("shards", [1, 3])
 def test_the_run_jobs_keyed_records_reach_the_cluster_and_shards_python_routes_to(spark, shards):
     """`keyed_records` (what `place` groups by) gives each record the cluster and shards `route` names,

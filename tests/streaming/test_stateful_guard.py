@@ -150,3 +150,23 @@ def test_the_dead_letter_of_a_record_the_engine_fails_on_says_where_it_came_from
     [letter] = [json.loads(value) for kind, _, _, value in rows if kind == "dead_letter"]
     assert letter["code"] == "INTERNAL_ERROR" and letter["request_id"] == "r1"
     assert letter["source"] == {"topic": "requests", "partition": 0, "offset": 47}   # its position in the frame
+
+
+def test_a_record_whose_cluster_spark_read_otherwise_is_one_dead_letter_not_a_decision_elsewhere(monkeypatch):
+    """Spark and the parser read a record's cluster alike (json_tuple and json both keep the last of a
+    repeated key), but should they ever differ, the group Spark chose must not apply the record as
+    another cluster's: it is a dead letter naming both readings."""
+    import streaming.stateful as stateful
+    from tests.streaming.test_model_cache import GroupState, _frame
+
+    monkeypatch.setattr(stateful, "MODEL_CACHE", stateful.ModelCache())
+    record = '{"type":"ledger_create","cluster":"c2","time":5000,"request_id":"x","ensemble_size":1,' \
+             '"write_quorum":1,"ack_quorum":1}'
+    function = stateful.make_state_function({"ensemblePlacementPolicy": "rackaware"}, "kafka")
+    rows = [row for frame in function(("c1", 0), iter([_frame([record], 0)]), GroupState())
+            for row in frame.itertuples(index=False)]
+    assert [kind for kind, *_ in rows if kind != "decision"] == ["dead_letter"]
+    letter = json.loads(next(value for kind, _, _, value in rows if kind == "dead_letter"))
+    assert letter["code"] == "INVALID_JSON" and letter["raw"] == record
+    assert "'c1'" in letter["reason"] and "'c2'" in letter["reason"]
+    assert all(json.loads(value).get("status") != "ok" for kind, _, _, value in rows if kind == "decision")
