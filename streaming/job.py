@@ -231,10 +231,15 @@ def kafka_outputs(outputs: DataFrame, settings: EngineSettings) -> DataFrame:
         return F.struct(F.lit(name).alias("key"), value.cast("binary").alias("value"))
 
     if settings.alerts_kafka_mode == "binary":
-        alert_headers = F.array(*[header(name, F.get_json_object("value", path)) for name, path in CLOUDEVENT_HEADERS],
+        # One parse of each alert for all its attributes and data (one get_json_object each took seven);
+        # other outputs give json_tuple a null, which it does not parse.
+        fields = [path[2:] for _, path in CLOUDEVENT_HEADERS] + ["data"]
+        outputs = outputs.select("*", F.json_tuple(F.when(is_alert, F.col("value")), *fields)
+                                 .alias(*(f"_ce_{field}" for field in fields)))
+        alert_headers = F.array(*[header(name, F.col(f"_ce_{path[2:]}")) for name, path in CLOUDEVENT_HEADERS],
                                 header("content-type", F.lit("application/json")))
         alert_headers = F.filter(alert_headers, lambda h: h["value"].isNotNull())
-        value = F.when(is_alert, F.get_json_object("value", "$.data")).otherwise(F.col("value"))
+        value = F.when(is_alert, F.col("_ce_data")).otherwise(F.col("value"))
     else:
         alert_headers = F.array(header("content-type", F.lit("application/cloudevents+json")))
         value = F.col("value")
