@@ -20,25 +20,22 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from events import REQUEST_TYPES
 
+from .packed import routing_names
 from .session import use_local_checkpoint_writer
 from .settings import EngineSettings
 from .stateful import INPUT_COLUMNS, INVALID_UTF8, OUTPUT_DDL, SOURCE_PACKED, STATE_DDL, make_state_function
 
 
-ROUTING_FIELDS = ("cluster", "type", "ledger_id", "request_id", "time")
-"""The top-level fields Spark reads from a record (`routing_fields`): what it groups by (`cluster`; with
-shards `type`, `ledger_id` and `request_id`) and the watermark's `time` (`event_time`)."""
+def routing_fields(records: DataFrame, names: Sequence[str]) -> DataFrame:
+    """`records` with one column `_<name>` per name (`streaming.packed.routing_names`): the record's
+    top-level field as text (strings unquoted, other values as JSON), null when absent, null or
+    unreadable; every one null when Jackson cannot write one of them (a lone surrogate).
 
-
-def routing_fields(records: DataFrame, names: Sequence[str] = ROUTING_FIELDS) -> DataFrame:
-    """`records` with one column `_<name>` per name: the record's top-level field as text (strings
-    unquoted, other values as JSON), null when absent, null or unreadable.
-
-    One `json_tuple` reads them all in one parse of the record. It keeps the last of duplicate keys,
-    as Python's `json` (and so `events.parse_record`) does, so Spark routes a record by the values
-    the engine then reads in it; `streaming.packed.route` reproduces it for the replay. Creating a
-    JSON parser is most of the cost of reading a field (`get_json_object` took about 2.5 CPU-µs a
-    field and record here, one parse per field).
+    One `json_tuple` reads them all in one parse of the record. It keeps the last of duplicate keys
+    that is not null, as Python's `json` (and so `events.parse_record`) keeps the last, so Spark routes
+    a record by the values the engine then reads in it; `streaming.packed.read_fields` reproduces it
+    for the replay. Creating a JSON parser is most of the cost of reading a field (`get_json_object`
+    took about 2.5 CPU-µs a field and record here, one parse per field).
     """
     return records.select("*", F.json_tuple("value", *names).alias(*(f"_{name}" for name in names)))
 
@@ -107,8 +104,7 @@ def keyed_records(records: DataFrame, shards: int, *, with_time: bool = False) -
     `shard` is 0 for one shard; else every event comes once per shard and each request once, in the
     shard its ledger (or request) goes to, labelled by `spread_shards`.
     """
-    names = ("cluster",) + (("type", "ledger_id", "request_id") if shards > 1 else ()) + (("time",) if with_time else ())
-    keyed = routing_fields(records, names).withColumn("cluster", F.coalesce(F.col("_cluster"), F.lit("")))
+    keyed = routing_fields(records, routing_names(shards, with_time)).withColumn("cluster", F.coalesce(F.col("_cluster"), F.lit("")))
     if shards <= 1:
         keyed = keyed.withColumn("shard", F.lit(0))
     else:

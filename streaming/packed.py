@@ -7,12 +7,13 @@ unpacks the rows (`unpack`) and hands back its outputs packed the same way (`pac
 counts `summary.json` needs computed where the outputs are made.
 
 Routing must match the `run` job's Spark expressions (`streaming.job.place`), so a replay groups a
-record as `run` would: `route` reads the top-level fields as Spark's `json_tuple` does (the last
-non-null of duplicate keys; text of non-string values; null for a document Jackson cannot read) and
-`spark_xxhash64` is Spark's `xxhash64` (XXH64, seed 42) over the UTF-8 bytes. Measured differences,
-all for records that are dead-lettered anyway: Jackson accepts single-quoted JSON, Python does not (such
-a record joins the unreadable-cluster group instead of its cluster's); Jackson writes some floats
-differently (`1.0E20`, Python `1e+20`).
+record as `run` would: `read_fields` reads the top-level fields as Spark's `json_tuple` does (the
+last non-null of duplicate keys; text of non-string values; nothing for a document Jackson cannot
+read, or when one field is a string Jackson cannot write) and `spark_xxhash64` is Spark's `xxhash64`
+(XXH64, seed 42) over the UTF-8 bytes. Measured differences, all for records that are dead-lettered
+anyway: Jackson accepts single-quoted JSON, Python does not (such a record joins the unreadable-cluster
+group instead of its cluster's); Jackson writes some floats differently (`1.0E20`, Python `1e+20`);
+`run` with idle ticks also reads `time`, which a replay does not (`route`).
 """
 
 from __future__ import annotations
@@ -123,26 +124,55 @@ def _spark_text(value: Any) -> str | None:
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, _Pairs):
-        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{_json(v)}" for k, v in value) + "}"
+        return "{" + ",".join(f"{_json(k)}:{_json(v)}" for k, v in value) + "}"
     return "[" + ",".join(_json(v) for v in value) + "]"
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else ("null" if value is None
-                                                                                  else _spark_text(value))
+    if isinstance(value, str):
+        return _escape_lone_surrogates(json.dumps(value, ensure_ascii=False))
+    return "null" if value is None else _spark_text(value)
 
 
-def field_text(pairs: _Pairs | None, name: str) -> str | None:
-    """`json_tuple(record, name)`: the last top-level `name` that is not null, as text; None if there is none.
+def _escape_lone_surrogates(text: str) -> str:
+    """Jackson writes a lone surrogate inside a nested value as an escape (`\\uD800`); Python's json
+    decoded surrogate pairs into one character, so any surrogate left is lone."""
+    if text.isascii():
+        return text
+    return "".join(f"\\u{ord(c):04X}" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
 
-    A null does not clear an earlier value in Spark's `json_tuple`, where Python's `json` keeps the null.
-    """
-    found = None
+
+def routing_names(shards: int, with_time: bool = False) -> tuple[str, ...]:
+    """The top-level fields the `run` job reads from each record in one `json_tuple`
+    (`streaming.job.keyed_records`): `cluster`; with shards `type`, `ledger_id`, `request_id`; and
+    `time` when it keeps an event-time watermark (idle ticks)."""
+    return ("cluster",) + (("type", "ledger_id", "request_id") if shards > 1 else ()) + (("time",) if with_time else ())
+
+
+def _writable(value: Any) -> bool:
+    """Whether Jackson's `json_tuple` can copy a field's value: not a string holding a lone surrogate
+    (a `\\ud800` escape), which it writes raw as UTF-8 and fails on (nested, it is escaped)."""
+    if not isinstance(value, str) or value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def read_fields(pairs: _Pairs | None, names: Sequence[str]) -> dict[str, str | None]:
+    """`json_tuple(record, *names)`: each top-level field's last value that is not null, as text (None
+    if there is none). All are None when Jackson cannot copy one of them (a string with a lone
+    surrogate): Spark's `json_tuple` then returns a row of nulls."""
+    found: dict[str, Any] = {}
     if pairs is not None:
         for key, value in pairs:
-            if key == name and value is not None:
-                found = value
-    return _spark_text(found)
+            if value is not None and key in names:
+                found[key] = value
+    if all(_writable(value) for value in found.values()):
+        return {name: _spark_text(found.get(name)) for name in names}
+    return dict.fromkeys(names)
 
 
 def last_value(pairs: _Pairs | None, name: str) -> Any:
@@ -159,15 +189,17 @@ def route(pairs: _Pairs | None, shards: int) -> tuple[str, Sequence[int]]:
     """(cluster, shards) a record goes to, as `streaming.job.place` computes them in Spark.
 
     Cluster events go to every shard; a request to `pmod(xxhash64("l:" + ledger_id or "r:" +
-    request_id), shards)`.
+    request_id), shards)`. The fields are read as `run` reads them without a watermark (a `time`
+    Jackson cannot write nulls every field in `run` with idle ticks: README, Limits).
     """
-    cluster = field_text(pairs, "cluster") or ""
+    fields = read_fields(pairs, routing_names(shards))
+    cluster = fields["cluster"] or ""
     if shards <= 1:
         return cluster, (0,)
-    if field_text(pairs, "type") not in REQUEST_TYPES:
+    if fields["type"] not in REQUEST_TYPES:
         return cluster, range(shards)
-    ledger = field_text(pairs, "ledger_id")
-    key = f"l:{ledger}" if ledger is not None else f"r:{field_text(pairs, 'request_id') or ''}"
+    ledger = fields["ledger_id"]
+    key = f"l:{ledger}" if ledger is not None else f"r:{fields['request_id'] or ''}"
     return cluster, (spark_xxhash64(key.encode("utf-8")) % shards,)
 
 

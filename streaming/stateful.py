@@ -53,7 +53,7 @@ from state.settings import ModelSettings
 from state.snapshot import dumps, loads
 from state.step import step
 
-from .packed import field_text, pack_outputs, top_level, unpack
+from .packed import pack_outputs, read_fields, routing_names, top_level, unpack
 from .worker_gc import paused_gc, tune_worker_gc
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ def _origin(kind: str, name: str, part: int, pos: int, files: Sequence[str]) -> 
     return Origin.from_kafka(name, int(part), int(pos))
 
 
-def _routed_as_spark_did(item: Any, value: str, origin: Origin) -> Any:
+def _routed_as_spark_did(item: Any, value: str, origin: Origin, names: Sequence[str]) -> Any:
     """`item` as the shard Spark sent it to must see it, for a record whose `type` Spark may read
     differently from Python.
 
@@ -189,10 +189,12 @@ def _routed_as_spark_did(item: Any, value: str, origin: Origin) -> Any:
     request to one shard); Python reads the last, null included. When the last is null after a
     request type, the record is a dead letter Spark sent to one shard only, not necessarily shard 0,
     which alone reports the dead letters of events: it is reported as the request's, by that shard.
-    Should the two readings ever disagree otherwise, every shard would answer the record, or one
-    shard alone would apply an event: the record becomes a dead letter reported once.
+    A field Jackson cannot write (a lone surrogate) nulls every field Spark reads (`names`), the
+    `type` with them: such a record went to every shard as an event. Should the two readings ever
+    disagree otherwise, every shard would answer the record, or one shard alone would apply an event:
+    the record becomes a dead letter reported once.
     """
-    routed_by = field_text(top_level(value), "type")
+    routed_by = read_fields(top_level(value), names)["type"]
     parsed = item.record_type if isinstance(item, DeadLetter) else item.type
     if (routed_by in REQUEST_TYPES) == (parsed in REQUEST_TYPES):
         return item
@@ -365,6 +367,8 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
     packed = source_kind == SOURCE_PACKED
     settings = ModelSettings.from_conf(conf)
     tick_ms = int(tick_seconds * 1000)
+    # What Spark (`run`: the watermark's `time` with idle ticks) or the replay's routing read of each record.
+    routed_names = routing_names(shards, with_time=bool(tick_ms) and not packed)
     conf_key = tuple(sorted(conf.items()))  # cached models are reused only under the same configuration
 
     def on_group(key: tuple, frames: Iterator[pd.DataFrame], group_state) -> Iterator[pd.DataFrame]:
@@ -422,8 +426,8 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
                 # Spark's json_tuple and Python's json read the cluster differently: refuse to guess.
                 item = DeadLetter(raw=value, source=origin.to_record(), reason=Reason.INVALID_JSON,
                                   detail=f"cluster: Spark's grouping read it as {cluster!r}, the parser as {item.cluster!r}")
-            elif shards > 1 and (value.count('"type"') > 1 or "\\u" in value):  # two `type` keys, one maybe escaped
-                item = _routed_as_spark_did(item, value, origin)
+            elif shards > 1 and (value.count('"type"') > 1 or "\\u" in value):  # two `type` keys, an escape
+                item = _routed_as_spark_did(item, value, origin, routed_names)
             items.append(item)
             origins[id(item)] = origin
         return items, horizon_ms, origins

@@ -11,7 +11,8 @@ from pyspark.sql import functions as F
 
 from state.outputs import Output
 from streaming.job import _shard_column, keyed_records, routing_fields, spread_shards
-from streaming.packed import PACK_SIZE, pack, pack_outputs, route, spark_xxhash64, summary_counts, top_level, unpack
+from streaming.packed import (PACK_SIZE, pack, pack_outputs, read_fields, route, routing_names, spark_xxhash64,
+                             summary_counts, top_level, unpack)
 
 RECORDS = [
     '{"type":"ledger_create","cluster":"c1","ledger_id":12,"request_id":"r1"}',
@@ -32,12 +33,16 @@ RECORDS = [
     '{"type":"bookie_writable","cluster":"c1","type":"ledger_create","ledger_id":5,"ledger_id":null}',
     '{"type":"ledger_create","cluster":"c1","type":"bookie_lost","request_id":"a","request_id":"b"}',
     '{"cluster":"c1","cluster":null,"type":"ensemble_check","ledger_id":{"n":1},"ledger_id":"x"}',
+    '{"cluster":"c\\ud800"}', '{"cluster":"\\ud83d\\ude00 pair","type":"ledger_create","ledger_id":"\\ud83d\\ude00"}',
+    '{"cluster":"c","type":"ledger_create","request_id":"\\ud800x"}', '{"cluster":"c","type":"ledger_create","ledger_id":"\\udc00"}',
+    '{"cluster":"c","type":"bookie_lost","ledger_id":{"k":["\\ud800"]},"time":"\\ud800"}',
+    '{"cluster":"c","type":"ledger_create","ledger_id":{"\\udc00\\u00e9":["\\ud800", 1.5]}}',
 ]
 
 
 @pytest.mark.parametrize("shards", [1, 3, 7])
 def test_python_routing_matches_the_run_jobs_spark_expressions(spark, shards):
-    frame = routing_fields(spark.createDataFrame([(r,) for r in RECORDS], "value string"))
+    frame = routing_fields(spark.createDataFrame([(r,) for r in RECORDS], "value string"), routing_names(shards))
     frame = frame.select("value", F.coalesce("_cluster", F.lit("")).alias("cluster"), _shard_column(shards).alias("shards"))
     for row in frame.collect():
         cluster, targets = route(top_level(row.value), shards)
@@ -60,11 +65,24 @@ def test_the_run_jobs_keyed_records_reach_the_cluster_and_shards_python_routes_t
         "value", zero.alias("o1"), zero.alias("o2"), zero.alias("o3"), F.lit("t").alias("src_name"),
         F.lit(0).alias("src_part"), zero.alias("src_pos"))
     reached: dict[str, list[int]] = {}
-    for row in keyed_records(frame, shards, with_time=True).collect():
+    for row in keyed_records(frame, shards).collect():
         assert row.cluster == route(top_level(row.value), shards)[0], row.value
         reached.setdefault(row.value, []).append(row.shard % shards)
     for value in RECORDS:
         assert sorted(reached[value]) == sorted(route(top_level(value), shards)[1]), value
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_with_a_watermark_the_run_job_reads_time_in_the_same_parse_and_a_time_jackson_cannot_write_nulls_all(spark, shards):
+    """`run` with idle ticks reads `time` too (`routing_names(..., with_time=True)`); the state function's
+    shard guard reads records as that does (`read_fields`)."""
+    records = RECORDS + ['{"cluster":"c","type":"ledger_create","ledger_id":1,"time":"\\ud800"}']
+    frame = spark.createDataFrame([(r,) for r in records], "value string")
+    names = routing_names(shards, with_time=True)
+    rows = routing_fields(frame, names).collect()
+    for row in rows:
+        assert read_fields(top_level(row.value), names) == {name: row[f"_{name}"] for name in names}, row.value
+    assert read_fields(top_level(records[-1]), names)["cluster"] is None
 
 
 def test_xxhash64_is_sparks_for_every_length_and_for_non_ascii_text(spark):

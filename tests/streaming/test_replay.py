@@ -169,3 +169,25 @@ def test_a_replayed_line_that_is_not_utf8_is_an_encoding_dead_letter(spark, tmp_
     assert letter["source"] == {"file": str(source.resolve()), "line": 4}
     [decision] = _read(out, "decisions")
     assert decision["status"] == "ok" and "bk9:3181" not in decision["ensemble"]
+
+
+@pytest.mark.parametrize("shards", [1, 2])
+def test_lone_surrogate_escapes_in_routed_fields_are_dead_letters_reported_once_not_a_crash(spark, tmp_path, shards):
+    """`\\ud800` is valid JSON text for a character UTF-8 cannot hold. Python's json reads it, Jackson
+    cannot write it, so Spark reads no field of such a record and groups it with the unreadable ones;
+    the replay's routing does the same (it crashed encoding the cluster before)."""
+    source = tmp_path / "in.jsonl"
+    bookies = [{"type": "bookie_writable", "cluster": "c1", "time": _t(0), "bookie": f"bk{i}:3181",
+                "location": f"/rack{i % 3}"} for i in range(3)]
+    bad = ['{"type":"bookie_writable","cluster":"c1\\ud800","time":%d,"bookie":"bk7:3181"}' % _t(1),
+           '{"type":"ledger_create","cluster":"c1","time":%d,"request_id":"\\ud800x","ensemble_size":3,'
+           '"write_quorum":3,"ack_quorum":2}' % _t(1),
+           '{"type":"ensemble_check","cluster":"c1","time":%d,"request_id":"r9","ledger_id":"\\udc00",'
+           '"ensemble":["bk0:3181"],"write_quorum":1,"ack_quorum":1}' % _t(1)]
+    create = {"type": "ledger_create", "cluster": "c1", "time": _t(2), "request_id": "r1", "ensemble_size": 3,
+              "write_quorum": 3, "ack_quorum": 2}
+    source.write_text(_lines(bookies + bad + [create]))
+    out, _ = _replay(spark, tmp_path, [source], "out", **{"engine.shardsPerCluster": shards})
+    letters = _read(out, "dead-letters")
+    assert sorted(letter["raw"] for letter in letters) == sorted(bad)     # each once, with either shard count
+    assert [d["request_id"] for d in _read(out, "decisions") if d["status"] == "ok"] == ["r1"]
