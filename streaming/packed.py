@@ -170,9 +170,16 @@ def read_fields(pairs: _Pairs | None, names: Sequence[str]) -> dict[str, str | N
         for key, value in pairs:
             if value is not None and key in names:
                 found[key] = value
-    if all(_writable(value) for value in found.values()):
-        return {name: _spark_text(found.get(name)) for name in names}
-    return dict.fromkeys(names)
+    texts: dict[str, str | None] = {}
+    for name in names:
+        value = found.get(name)
+        if type(value) is str:   # the usual case, and the one Jackson may fail on
+            if not value.isascii() and not _writable(value):
+                return dict.fromkeys(names)
+            texts[name] = value
+        else:
+            texts[name] = _spark_text(value)
+    return texts
 
 
 def last_value(pairs: _Pairs | None, name: str) -> Any:
