@@ -130,16 +130,23 @@ def _spark_text(value: Any) -> str | None:
 
 def _json(value: Any) -> str:
     if isinstance(value, str):
-        return _escape_lone_surrogates(json.dumps(value, ensure_ascii=False))
+        return _escape_surrogates(json.dumps(value, ensure_ascii=False))
     return "null" if value is None else _spark_text(value)
 
 
-def _escape_lone_surrogates(text: str) -> str:
-    """Jackson writes a lone surrogate inside a nested value as an escape (`\\uD800`); Python's json
-    decoded surrogate pairs into one character, so any surrogate left is lone."""
+def _escape_surrogates(text: str) -> str:
+    """Jackson's generator writes every UTF-16 surrogate inside a nested value as an escape
+    (`\\uD800`, a pair as two): a character beyond U+FFFF as its pair, a lone surrogate alone."""
     if text.isascii():
         return text
-    return "".join(f"\\u{ord(c):04X}" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+    return "".join(c if ord(c) < 0xD800 or 0xDFFF < ord(c) <= 0xFFFF else _surrogate_escape(ord(c)) for c in text)
+
+
+def _surrogate_escape(code: int) -> str:
+    if code <= 0xFFFF:
+        return f"\\u{code:04X}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04X}\\u{0xDC00 + (code & 0x3FF):04X}"
 
 
 def routing_names(shards: int, with_time: bool = False) -> tuple[str, ...]:
@@ -169,17 +176,12 @@ def read_fields(pairs: _Pairs | None, names: Sequence[str]) -> dict[str, str | N
     if pairs is not None:
         for key, value in pairs:
             if value is not None and key in names:
+                # json_tuple copies every occurrence of a field it reads, so one it cannot write
+                # nulls the row even when a later one replaces it.
+                if type(value) is str and not value.isascii() and not _writable(value):
+                    return dict.fromkeys(names)
                 found[key] = value
-    texts: dict[str, str | None] = {}
-    for name in names:
-        value = found.get(name)
-        if type(value) is str:   # the usual case, and the one Jackson may fail on
-            if not value.isascii() and not _writable(value):
-                return dict.fromkeys(names)
-            texts[name] = value
-        else:
-            texts[name] = _spark_text(value)
-    return texts
+    return {name: _spark_text(found.get(name)) for name in names}
 
 
 def last_value(pairs: _Pairs | None, name: str) -> Any:

@@ -37,6 +37,7 @@ RECORDS = [
     '{"cluster":"c","type":"ledger_create","request_id":"\\ud800x"}', '{"cluster":"c","type":"ledger_create","ledger_id":"\\udc00"}',
     '{"cluster":"c","type":"bookie_lost","ledger_id":{"k":["\\ud800"]},"time":"\\ud800"}',
     '{"cluster":"c","type":"ledger_create","ledger_id":{"\\udc00\\u00e9":["\\ud800", 1.5]}}',
+    '{"cluster":"\\ud800","cluster":"c","type":"ledger_create"}', '{"cluster":{"\\ud83d\\ude00":"\\ud83d\\ude00 \\u2028"}}',
 ]
 
 
