@@ -104,7 +104,8 @@ def keyed_records(records: DataFrame, shards: int, *, with_time: bool = False) -
     `shard` is 0 for one shard; else every event comes once per shard and each request once, in the
     shard its ledger (or request) goes to, labelled by `spread_shards`.
     """
-    keyed = routing_fields(records, routing_names(shards, with_time)).withColumn("cluster", F.coalesce(F.col("_cluster"), F.lit("")))
+    keyed = routing_fields(records, routing_names(shards, with_time))
+    keyed = keyed.withColumn("cluster", F.coalesce(F.col("_cluster"), F.lit("")))
     if shards <= 1:
         keyed = keyed.withColumn("shard", F.lit(0))
     else:

@@ -425,7 +425,8 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
             if not isinstance(item, DeadLetter) and item.cluster != cluster:
                 # Spark's json_tuple and Python's json read the cluster differently: refuse to guess.
                 item = DeadLetter(raw=value, source=origin.to_record(), reason=Reason.INVALID_JSON,
-                                  detail=f"cluster: Spark's grouping read it as {cluster!r}, the parser as {item.cluster!r}")
+                                  detail=f"cluster: Spark's grouping read it as {cluster!r}, "
+                                         f"the parser as {item.cluster!r}")
             elif shards > 1 and (value.count('"type"') > 1 or "\\u" in value):  # two `type` keys, an escape
                 item = _routed_as_spark_did(item, value, origin, routed_names)
             items.append(item)

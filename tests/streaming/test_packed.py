@@ -33,18 +33,22 @@ RECORDS = [
     '{"type":"bookie_writable","cluster":"c1","type":"ledger_create","ledger_id":5,"ledger_id":null}',
     '{"type":"ledger_create","cluster":"c1","type":"bookie_lost","request_id":"a","request_id":"b"}',
     '{"cluster":"c1","cluster":null,"type":"ensemble_check","ledger_id":{"n":1},"ledger_id":"x"}',
-    '{"cluster":"c\\ud800"}', '{"cluster":"\\ud83d\\ude00 pair","type":"ledger_create","ledger_id":"\\ud83d\\ude00"}',
-    '{"cluster":"c","type":"ledger_create","request_id":"\\ud800x"}', '{"cluster":"c","type":"ledger_create","ledger_id":"\\udc00"}',
+    '{"cluster":"c\\ud800"}',
+    '{"cluster":"\\ud83d\\ude00 pair","type":"ledger_create","ledger_id":"\\ud83d\\ude00"}',
+    '{"cluster":"c","type":"ledger_create","request_id":"\\ud800x"}',
+    '{"cluster":"c","type":"ledger_create","ledger_id":"\\udc00"}',
     '{"cluster":"c","type":"bookie_lost","ledger_id":{"k":["\\ud800"]},"time":"\\ud800"}',
     '{"cluster":"c","type":"ledger_create","ledger_id":{"\\udc00\\u00e9":["\\ud800", 1.5]}}',
-    '{"cluster":"\\ud800","cluster":"c","type":"ledger_create"}', '{"cluster":{"\\ud83d\\ude00":"\\ud83d\\ude00 \\u2028"}}',
+    '{"cluster":"\\ud800","cluster":"c","type":"ledger_create"}',
+    '{"cluster":{"\\ud83d\\ude00":"\\ud83d\\ude00 \\u2028"}}',
 ]
 
 
 @pytest.mark.parametrize("shards", [1, 3, 7])
 def test_python_routing_matches_the_run_jobs_spark_expressions(spark, shards):
     frame = routing_fields(spark.createDataFrame([(r,) for r in RECORDS], "value string"), routing_names(shards))
-    frame = frame.select("value", F.coalesce("_cluster", F.lit("")).alias("cluster"), _shard_column(shards).alias("shards"))
+    frame = frame.select("value", F.coalesce("_cluster", F.lit("")).alias("cluster"),
+                         _shard_column(shards).alias("shards"))
     for row in frame.collect():
         cluster, targets = route(top_level(row.value), shards)
         assert (cluster, sorted(targets)) == (row.cluster, sorted(row.shards)), row.value
@@ -74,7 +78,7 @@ def test_the_run_jobs_keyed_records_reach_the_cluster_and_shards_python_routes_t
 
 
 @pytest.mark.parametrize("shards", [1, 3])
-def test_with_a_watermark_the_run_job_reads_time_in_the_same_parse_and_a_time_jackson_cannot_write_nulls_all(spark, shards):
+def test_with_a_watermark_time_is_read_in_the_same_parse_and_one_jackson_cannot_write_nulls_all(spark, shards):
     """`run` with idle ticks reads `time` too (`routing_names(..., with_time=True)`); the state function's
     shard guard reads records as that does (`read_fields`)."""
     records = RECORDS + ['{"cluster":"c","type":"ledger_create","ledger_id":1,"time":"\\ud800"}']
