@@ -129,7 +129,6 @@ class DecisionReader:
         self.first_ts: dict[bytes, int] = {}
         self.first_read_ns: dict[bytes, int] = {}
         self.arrived: list[bytes] = []   # request ids in the order their first decision was read
-        self.recovered = 0                # decisions the reader skipped, found by reading the topic again
         self.records = 0
         self.errors: collections.Counter[str] = collections.Counter()   # consumer errors by name
         self._lock = threading.Lock()
@@ -199,7 +198,6 @@ class DecisionReader:
         with self._lock:
             for rid, stamp in found.items():
                 self.first_ts.setdefault(rid, stamp)
-            self.recovered += len(found)
         if found:
             print(f"  ! the reader had skipped {len(found):,} decisions that are in the topic; read again "
                   "from the start (Kafka timestamps kept, read times unknown)", flush=True)

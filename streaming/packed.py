@@ -156,13 +156,13 @@ def routing_names(shards: int, with_time: bool = False) -> tuple[str, ...]:
     return ("cluster",) + (("type", "ledger_id", "request_id") if shards > 1 else ()) + (("time",) if with_time else ())
 
 
-def _writable(value: Any) -> bool:
-    """Whether Jackson's `json_tuple` can copy a field's value: not a string holding a lone surrogate
-    (a `\\ud800` escape), which it writes raw as UTF-8 and fails on (nested, it is escaped)."""
-    if not isinstance(value, str) or value.isascii():
+def _writable(text: str) -> bool:
+    """Whether Jackson's `json_tuple` can copy a top-level string: not one holding a lone surrogate (a
+    `\\ud800` escape), which it writes raw as UTF-8 and fails on (nested, it is escaped)."""
+    if text.isascii():
         return True
     try:
-        value.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True
@@ -178,7 +178,7 @@ def read_fields(pairs: _Pairs | None, names: Sequence[str]) -> dict[str, str | N
             if value is not None and key in names:
                 # json_tuple copies every occurrence of a field it reads, so one it cannot write
                 # nulls the row even when a later one replaces it.
-                if type(value) is str and not value.isascii() and not _writable(value):
+                if type(value) is str and not _writable(value):
                     return dict.fromkeys(names)
                 found[key] = value
     return {name: _spark_text(found.get(name)) for name in names}

@@ -367,8 +367,8 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
     packed = source_kind == SOURCE_PACKED
     settings = ModelSettings.from_conf(conf)
     tick_ms = int(tick_seconds * 1000)
-    # What Spark (`run`: the watermark's `time` with idle ticks) or the replay's routing read of each record.
-    routed_names = routing_names(shards, with_time=bool(tick_ms) and not packed)
+    # The fields Spark read of each record (with idle ticks, the watermark's `time` too; a replay has none).
+    routed_names = routing_names(shards, with_time=bool(tick_ms))
     conf_key = tuple(sorted(conf.items()))  # cached models are reused only under the same configuration
 
     def on_group(key: tuple, frames: Iterator[pd.DataFrame], group_state) -> Iterator[pd.DataFrame]:
