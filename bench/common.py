@@ -572,55 +572,54 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
     snapshot_bytes = 0
     per_call: dict[str, list[float]] = {}
     for first in range(0, len(lines), batch):
-        t0 = clock()
-        frame = input_frame(cluster, lines[first:first + batch], first)
-        frame = frame.sort_values(["o1", "o2", "o3"], kind="stable")
-        t1 = clock()
-        items = []
-        with paused_gc():  # the state function parses and steps with the collector paused (streaming.worker_gc)
+        # The state function keeps the collector off for a group's whole call (streaming.worker_gc).
+        with paused_gc():
+            t0 = clock()
+            frame = input_frame(cluster, lines[first:first + batch], first)
+            frame = frame.sort_values(["o1", "o2", "o3"], kind="stable")
+            t1 = clock()
+            items = []
             for name, part, pos, value in zip(frame["src_name"], frame["src_part"], frame["src_pos"],
                                               frame["value"]):
                 item = parse_record(value, Origin.from_kafka(name, int(part), int(pos)))
                 if isinstance(item, DeadLetter):
                     raise RuntimeError(f"generated record became a dead letter: {item.reason}: {item.detail}")
                 items.append(item)
-        t2 = clock()
-        model = (load_model(blob, conf, settings) if blob is not None
-                 else ClusterModel(cluster, settings, conf))
-        t3 = clock()
-        calls: dict[str, list[float]] = {}
-        depth = [0]
-        for name in POLICY_CALLS:
-            if hasattr(model.policy, name):
-                setattr(model.policy, name, _timed_method(getattr(model.policy, name), name, calls, depth))
-        with paused_gc():
+            t2 = clock()
+            model = (load_model(blob, conf, settings) if blob is not None
+                     else ClusterModel(cluster, settings, conf))
+            t3 = clock()
+            calls: dict[str, list[float]] = {}
+            depth = [0]
+            for name in POLICY_CALLS:
+                if hasattr(model.policy, name):
+                    setattr(model.policy, name, _timed_method(getattr(model.policy, name), name, calls, depth))
             result = step(model, cluster, items, settings, conf)
-        t4 = clock()
-        policy_time = sum(seconds for seconds, _ in calls.values())
-        for name, (seconds, count) in calls.items():
-            total = per_call.setdefault(name, [0.0, 0])
-            total[0] += seconds
-            total[1] += count
-        with paused_gc():
+            t4 = clock()
+            policy_time = sum(seconds for seconds, _ in calls.values())
+            for name, (seconds, count) in calls.items():
+                total = per_call.setdefault(name, [0.0, 0])
+                total[0] += seconds
+                total[1] += count
             texts = [o.to_json() for o in result.outputs]
-        t5 = clock()
-        pd.DataFrame({"kind": [o.kind for o in result.outputs], "cluster": [o.cluster for o in result.outputs],
-                      "id": [o.id for o in result.outputs], "value": texts},
-                     columns=["kind", "cluster", "id", "value"])
-        t6 = clock()
-        for name in POLICY_CALLS:  # drop the timing wrappers before serialising
-            result.model.policy.__dict__.pop(name, None)
-        blob = dump_model(result.model)
-        snapshot_bytes = len(blob)
-        t7 = clock()
-        stages["input frame + sort"] += t1 - t0
-        stages["parse_record"] += t2 - t1
-        stages["snapshot load"] += t3 - t2
-        stages["step: policy calls"] += policy_time
-        stages["step: model + decisions"] += (t4 - t3) - policy_time
-        stages["output to_json"] += t5 - t4
-        stages["output frame"] += t6 - t5
-        stages["snapshot dump"] += t7 - t6
+            t5 = clock()
+            pd.DataFrame({"kind": [o.kind for o in result.outputs], "cluster": [o.cluster for o in result.outputs],
+                          "id": [o.id for o in result.outputs], "value": texts},
+                         columns=["kind", "cluster", "id", "value"])
+            t6 = clock()
+            for name in POLICY_CALLS:  # drop the timing wrappers before serialising
+                result.model.policy.__dict__.pop(name, None)
+            blob = dump_model(result.model)
+            snapshot_bytes = len(blob)
+            t7 = clock()
+            stages["input frame + sort"] += t1 - t0
+            stages["parse_record"] += t2 - t1
+            stages["snapshot load"] += t3 - t2
+            stages["step: policy calls"] += policy_time
+            stages["step: model + decisions"] += (t4 - t3) - policy_time
+            stages["output to_json"] += t5 - t4
+            stages["output frame"] += t6 - t5
+            stages["snapshot dump"] += t7 - t6
     stages["snapshot bytes (last)"] = snapshot_bytes
     if blob is not None:  # one cold load and one store of the last snapshot (a group moved to another worker)
         t0 = clock()

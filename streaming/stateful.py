@@ -378,22 +378,23 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
         if group_state.hasTimedOut:
             yield _frame(on_tick(cluster, shard, stored, group_state))
             return
-        chunks = list(frames)
-        with paused_gc():  # see streaming.worker_gc: a collection here would only scan
-            items, horizon_ms, origins = parse_group(cluster, chunks)
+        # The collector stays off for the group's whole call, the slices handed on included
+        # (streaming.worker_gc): switched back on after each slice, its first young collection
+        # scanned the slice's decisions and the batch's parsed records, all still alive, for nothing.
+        # Here it runs once the call is over, on what the model kept.
+        with paused_gc():
+            yield from answer_group(cluster, shard, stored, frames, group_state)
+
+    def answer_group(cluster: str, shard: int, stored: tuple | None, frames: Iterator[pd.DataFrame],
+                     group_state) -> Iterator[pd.DataFrame]:
+        items, horizon_ms, origins = parse_group(cluster, list(frames))
         state = stored[0] if stored is not None else None
         parts = time_slices(items, SLICE_RECORDS) if cluster else [items]
-        slices = step_slices(state, cluster, parts, settings, conf, shard, shards, horizon_ms,
-                             cache_key=(conf_key, cluster, shard, shards), origins=origins)
-        while True:
-            with paused_gc():
-                stepped = next(slices, None)
-                if stepped is None:
-                    return
-                if stepped.state is not None:
-                    _store(group_state, stepped)
-                out = pd.DataFrame(pack_outputs(stepped.outputs)) if packed else _frame(stepped.outputs)
-            yield out
+        for stepped in step_slices(state, cluster, parts, settings, conf, shard, shards, horizon_ms,
+                                   cache_key=(conf_key, cluster, shard, shards), origins=origins):
+            if stepped.state is not None:
+                _store(group_state, stepped)
+            yield pd.DataFrame(pack_outputs(stepped.outputs)) if packed else _frame(stepped.outputs)
 
     def parse_group(cluster: str, chunks: list[pd.DataFrame]) -> tuple[list[Any], int | None, dict[int, Origin]]:
         """The group's records in the order Spark's columns give, parsed; the replay's horizon; and where

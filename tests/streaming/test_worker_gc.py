@@ -103,9 +103,10 @@ def test_paused_gc_turns_the_collector_off_for_the_block_and_back_as_it_was():
         gc.enable()
 
 
-def test_the_state_function_parses_and_steps_with_the_collector_paused_and_yields_with_it_on(monkeypatch):
-    """A collection while a batch is parsed or stepped only scans (streaming.worker_gc); while the
-    function is suspended at a yield, Spark's code runs and the collector must be on."""
+def test_the_state_function_keeps_the_collector_paused_for_the_whole_group_and_turns_it_back_on(monkeypatch):
+    """A collection while a group is handled only scans its parsed records and decisions, all still
+    alive (streaming.worker_gc): paused from parsing to the last slice handed on, yields included;
+    on again once the call is over, also when the caller stops reading early."""
     import gc
     import importlib
 
@@ -137,6 +138,13 @@ def test_the_state_function_parses_and_steps_with_the_collector_paused_and_yield
         on_at_yield.append(gc.isenabled())
         rows += len(frame)
     assert seen == {"parse": {False}, "answer": {False}}
-    assert len(on_at_yield) > 2 and all(on_at_yield)
+    assert len(on_at_yield) > 2 and not any(on_at_yield)
     assert rows > 60                                   # the decisions came out
+    assert gc.isenabled()
+
+    monkeypatch.setattr(stateful, "MODEL_CACHE", stateful.ModelCache())
+    frames = function(("c1", 0), iter([_frame(lines, 0)]), GroupState())
+    next(frames)
+    assert not gc.isenabled()
+    frames.close()                                     # a caller that stops early
     assert gc.isenabled()
