@@ -254,3 +254,21 @@ def test_a_loaded_registry_builds_its_lookup_by_ledger_id_only_when_an_older_id_
     assert copy._row_of_ledger is None, "ids above every stored one need no lookup"  # noqa: SLF001
     assert copy.get("ledger/42").request_id == "r42" and "ledger/99" in copy and "ledger/-1" not in copy
     assert copy.get("request/q").ledger_id is None and "request/r5" not in copy
+
+
+def test_verdicts_that_orjson_writes_differently_or_refuses_survive_a_pack():
+    """Verdict texts are orjson's, `json`'s where orjson refuses the row: both read back alike."""
+    registry = LedgerRegistry()
+    verdicts = {
+        "ledger/1": (("rack “north” was down",), ({"rule": "racks", "spanned": 2},)),   # non-ASCII: raw UTF-8
+        "ledger/2": (("bookie b\ud800 was down",), ()),                                # lone surrogate: json
+        "ledger/3": ((), ({"rule": "zones", "spanned": 2**70},)),                       # beyond 64 bits: json
+    }
+    for number, (key, (relaxed, rules)) in enumerate(verdicts.items(), 1):
+        entry = AuditEntry(key, number, f"r{number}", ("a", "b"), 2, 2, 10 + number)
+        entry.relaxed, entry.rules, entry.adhering, entry.adherence = relaxed, rules, True, "MEETS_SOFT"
+        registry.add(entry)
+    copy, _ = through_json(registry)
+    for key, (relaxed, rules) in verdicts.items():
+        read = copy.get(key)
+        assert (read.relaxed, read.rules, read.adherence, read.adhering) == (relaxed, rules, "MEETS_SOFT", True)
