@@ -247,7 +247,7 @@ class LedgerAudit:
         entries = self.entries
         while len(entries) > self.max_ledgers:
             key = entries.drop_oldest_unread()
-            if key is not None:  # a plainly placed ledger never read since the load: nothing to resolve
+            if key is not None:  # never read since the load, no open alert: nothing to resolve
                 self.waiting.discard(key)
                 continue
             oldest = entries.oldest()

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import functools
 import json
 import sys
 from array import array
@@ -139,6 +140,13 @@ def apply_verdict_row(entry: AuditEntry, row: Sequence[Any]) -> None:
     else:
         entry.relaxed, entry.rules = split_legacy_notes(relaxed)
     entry.open = dict(opened)
+
+
+@functools.lru_cache(maxsize=1024)
+def _holds_open_alert(text: str) -> bool:
+    """Whether a `_verdict_text` (or an older snapshot's verdict row) names an open alert. Cached: a
+    registry's rows share a few distinct texts."""
+    return bool(json.loads(text)[4])
 
 
 def _verdict_text(entry: AuditEntry) -> str | None:
@@ -320,11 +328,15 @@ class LedgerRegistry:
         return next(iter(self._recent.values()), None)
 
     def drop_oldest_unread(self) -> str | None:
-        """Remove the least recently seen entry if it is a base row that was never read and carries no
-        verdict (so it adheres, has no open alert and waits for nothing); return its key, else None
-        and change nothing. Lets the audit forget its oldest ledger without building its entry."""
+        """Remove the least recently seen entry if it is a base row that was never read and has no open
+        alert; return its key, else None and change nothing. Lets the audit forget its oldest ledger
+        without building its entry (one with an open alert is resolved as it is forgotten, so the
+        audit builds that one)."""
         row = self._first_row()
-        if row is None or row in self._live or row in self._extra:
+        if row is None or row in self._live:
+            return None
+        text = self._extra.get(row)
+        if text is not None and _holds_open_alert(text):
             return None
         key = self._key_at(row)
         self._drop_row(row)
