@@ -211,6 +211,36 @@ def test_trimming_a_loaded_registry_forgets_as_a_live_one_does():
     assert results[0] == results[1]
 
 
+def test_trimming_forgets_a_loaded_relaxed_ledger_without_building_it_as_a_live_registry_does(monkeypatch):
+    """A relaxed placement keeps a verdict (its notes and rules) and waits for a better topology, but
+    opens no alert: after a load, the bound forgets it without building its entry, with the same
+    outputs and registry as without the load."""
+    from state.registry import LedgerRegistry
+
+    relaxed = {"relaxed": [{"rule": "racks", "spanned": 1}], "fallbacks": ["one rack left"]}
+    results = []
+    for round_trip in (False, True):
+        runner = cluster()
+        audit = audit_of(max_ledgers=2)
+        remember(audit, runner, 1, [A1, B1], adherence="MEETS_SOFT", explain=relaxed)
+        remember(audit, runner, 2, [A2, C1], t=1)
+        assert audit.waiting == {"ledger/1"}
+        if round_trip:
+            loaded = audit_of(max_ledgers=2)
+            loaded.import_state(audit.export_state())
+            audit = loaded
+        built = []
+        read_row = LedgerRegistry._read_row
+        monkeypatch.setattr(LedgerRegistry, "_read_row", lambda self, row: built.append(row) or read_row(self, row))
+        produced = remember(audit, runner, 3, [A1, C2], t=2)
+        monkeypatch.undo()
+        audit.check_invariants()
+        assert produced == [] and built == []
+        assert list(audit.entries) == ["ledger/2", "ledger/3"] and not audit.waiting
+        results.append([(e.key, e.ensemble, e.seen_ms, e.adherence, e.relaxed) for e in audit.entries.values()])
+    assert results[0] == results[1]
+
+
 def test_forgetting_a_ledger_with_an_open_alert_resolves_it():
     runner = cluster()
     audit = audit_of(max_ledgers=10, ttl_ms=60_000)
