@@ -12,20 +12,21 @@ objects made since, the models and batches.
 The objects frozen then are never freed by the cyclic collector; they are the imported modules
 and the first task's own objects, so at most the latter, once per worker, stay behind.
 
-While the state function handles a group, from reading its frames to handing on its last slice
-of outputs, the collector is paused (`paused_gc`). Everything made then either lives until the
-group's call ends (the parsed records, the decisions) or joins the model; neither the engine on that
-path nor pyspark's code that takes the outputs between two slices makes reference cycles, so a
-collection there finds nothing to free and only scans: each such object once in the youngest
-generation and again in the middle one, about 5 us per record of a busy cluster (`gc.callbacks` in
-the state function: 50 young and 2 middle collections over 200,000 records, 0.5 s, nothing
-collected). Paused only while each slice was stepped, one young collection per slice remained,
-over the batch's parsed records and the slice's decisions, all still alive (12 over the same
-records, 0.29 s). Paused for the whole call, the first allocation after it runs one young collection
-over what the model kept. A micro-batch (`engine.kafka.maxOffsetsPerTrigger`,
-`engine.replay.recordsPerTrigger`) bounds what could pile up meanwhile if some input did make cycles.
-The pause ends when the call's generator is exhausted or closed; pyspark's worker exits on an error
-in the function, so a generator it abandoned cannot leave the collector off.
+While the state function handles a group, from reading its frames to handing on its last slice of
+outputs, the collector is paused (`paused_gc`). Everything the engine makes then either lives until
+it is handed on or the call ends (the decisions, the parsed records) or joins the model, and the
+engine makes no reference cycles on that path, so a collection there finds nothing to free and only
+scans: each such object once in the youngest generation and again in the middle one, about 5 us per
+record of a busy cluster (`gc.callbacks` in the state function: 50 young and 2 middle collections
+over 200,000 records, 0.5 s, nothing collected). Paused only while each slice was stepped, one young
+collection per slice remained, over the batch's parsed records and the slice's decisions, all still
+alive (12 over the same records, 0.29 s). Paused for the whole call, the first allocation after it
+runs one young collection over what the model kept. pyspark's own code, which takes the outputs
+between two slices, runs paused too: whatever cycles it or some input made wait for the call's end,
+so a micro-batch (`engine.kafka.maxOffsetsPerTrigger`, `engine.replay.recordsPerTrigger`) bounds
+what could pile up. The pause ends when the call's generator is exhausted or closed; pyspark's
+worker exits on an error in the function, so a generator it abandoned cannot leave the collector
+off.
 """
 
 from __future__ import annotations
