@@ -74,12 +74,6 @@ def distinct_per_write_set(values: Sequence[Any], write_quorum: int) -> Iterator
         yield len(counts)
 
 
-def add_missing_indices(write_set: list[int], ensemble_size: int) -> list[int]:
-    """Append every ensemble index not in `write_set`, ascending (`WriteSet.addMissingIndices`)."""
-    present = set(write_set)
-    return write_set + [i for i in range(ensemble_size) if i not in present]
-
-
 def replace_in_ensemble(current: Sequence[str], bookie_to_replace: str, candidate: str) -> list[str]:
     """`current` with `candidate` at the first position of `bookie_to_replace` (Java's
     `set(indexOf(bookie), candidate)`), or `[candidate]` for an empty ensemble.

@@ -18,7 +18,7 @@ from .api import Adherence, BookieInfo, HealthInfo, PlacementResult
 from .base import replace_in_ensemble
 from .errors import NotEnoughBookiesError, UnsupportedOperationError
 from .provenance import failed, unavailable
-from .read_order import add_missing
+from .read_order import add_missing_indices
 from .resolver import LocationResolver, RackInfo
 from .selection import WeightedSelector, lazy_shuffle
 from .settings import PlacementSettings
@@ -279,7 +279,7 @@ class DefaultPolicy:
     def reorder_read_lac_sequence(self, ensemble: Sequence[str], health: HealthInfo | None,
                                   write_set: Iterable[int], *, rng: random.Random | None = None) -> list[int]:
         """The write set followed by the missing ensemble indices, ascending (spec §8.3)."""
-        return add_missing(list(write_set), len(ensemble))
+        return add_missing_indices(list(write_set), len(ensemble))
 
     # -- snapshots -----------------------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ from .errors import NotEnoughBookiesError
 from .location import ROOT
 from .provenance import (POSITIONS, RULE_RACKS, failed, fixed, no_fix, position as position_name, retried,
                          unavailable)
-from .read_order import SlowBookieCache, add_missing, reorder_read_sequence
+from .read_order import SlowBookieCache, add_missing_indices, reorder_read_sequence
 from .resolver import LocationResolver
 from .rack_weights import RackWeights
 from .selection import WeightedSelector, lazy_shuffle, pick_uniform, pick_uniform_view
@@ -1401,7 +1401,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
     def reorder_read_lac_sequence(self, ensemble: Sequence[str], health: HealthInfo | None,
                                   write_set: Iterable[int], *, rng: random.Random | None = None) -> list[int]:
         """`reorder_read_sequence`, then every missing ensemble index, ascending (§8.3)."""
-        return add_missing(self._reorder(ensemble, health, write_set, rng), len(ensemble))
+        return add_missing_indices(self._reorder(ensemble, health, write_set, rng), len(ensemble))
 
     def _reorder(self, ensemble: Sequence[str], health: HealthInfo | None, write_set: Iterable[int],
                  rng: random.Random | None) -> list[int]:

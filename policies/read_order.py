@@ -202,15 +202,29 @@ def _shuffle_groups(ordered: list[int], classes: list[ReadClass], rng: random.Ra
 
 
 def reorder_read_lac_sequence(ensemble: Sequence[str], write_set: Iterable[int], **kwargs: Any) -> list[int]:
-    """`reorder_read_sequence`, then every ensemble index not present, ascending (spec §8.3)."""
+    """`reorder_read_sequence`, then every ensemble index not present, as BookKeeper appends them (spec §8.3)."""
     ordered = reorder_read_sequence(ensemble, write_set, **kwargs)
-    return add_missing(ordered, len(ensemble))
+    return add_missing_indices(ordered, len(ensemble))
 
 
-def add_missing(indices: list[int], ensemble_size: int) -> list[int]:
-    """A new list: `indices` followed by every index of `range(ensemble_size)` not in it, ascending."""
-    present = set(indices)
-    return list(indices) + [i for i in range(ensemble_size) if i not in present]
+def add_missing_indices(write_set: Sequence[int], ensemble_size: int) -> list[int]:
+    """A new list: `write_set` followed by the ensemble indices it lacks (`WriteSet.addMissingIndices`).
+
+    BK quirk (spec bookkeeper-rackaware.md §8.3): Java grows the write set to `ensemble_size` zero-filled
+    slots before it fills them, and its `contains(0)` sees those zeros, so a missing index 0 is never
+    written and stays in the one slot left over: the last. The other missing indices come in ascending
+    order. `[5, 6]` with 10 bookies gives `[5, 6, 1, 2, 3, 4, 7, 8, 9, 0]`.
+
+    Cost: O(ensemble_size).
+    """
+    result = list(write_set)
+    if len(result) >= ensemble_size:
+        return result
+    present = set(result)
+    result.extend(i for i in range(1, ensemble_size) if i not in present)
+    if 0 not in present:
+        result.append(0)
+    return result
 
 
 class SlowBookieCache:

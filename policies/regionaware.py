@@ -28,7 +28,7 @@ from typing import Any
 
 from . import read_order
 from .api import Adherence, HealthInfo, PlacementResult
-from .base import Clock, TopologyAwarePolicy, add_missing_indices
+from .base import Clock, TopologyAwarePolicy
 from .coverage import CoverageEnsemble
 from .errors import InvalidLocationError, NotEnoughBookiesError
 from .location import DEFAULT_REGION_AND_RACK, ROOT, UNKNOWN_REGION
@@ -1631,7 +1631,7 @@ class RegionawarePolicy(TopologyAwarePolicy):
                                   write_set: Sequence[int], *, rng: random.Random | None = None) -> list[int]:
         """`reorder_read_sequence`, then every ensemble index not in the write set, ascending (spec §2.3)."""
         ordered = self.reorder_read_sequence(ensemble, health, write_set, rng=rng)
-        return add_missing_indices(ordered, len(ensemble))
+        return read_order.add_missing_indices(ordered, len(ensemble))
 
     # -- snapshots and checks ---------------------------------------------------------------------
 

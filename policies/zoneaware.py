@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .api import Adherence, HealthInfo, PlacementResult
-from .base import Clock, TopologyAwarePolicy, add_missing_indices, distinct_per_write_set, write_set_moves
+from .base import Clock, TopologyAwarePolicy, distinct_per_write_set, write_set_moves
+from .read_order import add_missing_indices
 from .errors import InvalidLocationError, NotEnoughBookiesError
 from .provenance import (POSITIONS, RULE_ZONES, failed, fixed, no_fix, position as position_name, retried,
                          unavailable)

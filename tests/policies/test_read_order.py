@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from policies import HealthInfo
-from policies.read_order import ReadClass, SlowBookieCache, classify, reorder_read_sequence
+from policies import HealthInfo, create_policy
+from policies.read_order import ReadClass, SlowBookieCache, add_missing_indices, classify, reorder_read_sequence
 
 D = "/default-region/default-rack"
 A1, A2, A3, A4 = "127.0.0.2:3181", "127.0.0.3:3181", "127.0.0.4:3181", "127.0.0.5:3181"
@@ -226,3 +226,28 @@ def test_slow_cache_export_restore():
     assert other.contains("a", 159.0) and not other.contains("a", 160.0)
     cache.purge(200.0)
     assert len(cache) == 0
+
+
+@pytest.mark.parametrize("name", ["default", "rackaware", "regionaware", "zoneaware", "isolated"])
+@pytest.mark.parametrize(("size", "write_set", "expected"), [
+    (10, [5, 6], [5, 6, 1, 2, 3, 4, 7, 8, 9, 0]),
+    (3, [2], [2, 1, 0]),
+    (4, [1, 2, 0], [1, 2, 0, 3]),
+    (3, [0, 1, 2], [0, 1, 2]),
+])
+def test_lac_sequence_appends_missing_indices_as_bookkeeper_does(name, size, write_set, expected):
+    """BK quirk (spec §8.3): a missing index 0 ends last, the other missing indices follow in ascending order."""
+    conf = {"ensemblePlacementPolicy": name}
+    if name == "isolated":
+        conf["bookkeeperClientIsolationGroups"] = "g1"
+    bookies = [f"10.0.0.{i}:3181" for i in range(size)]
+    policy = create_policy(conf)
+    policy.on_cluster_changed(bookies, [])
+    assert policy.reorder_read_lac_sequence(bookies, HealthInfo(), write_set) == expected
+
+
+@pytest.mark.parametrize(("size", "write_set", "expected"), [
+    (10, [5, 6], [5, 6, 1, 2, 3, 4, 7, 8, 9, 0]), (3, [2], [2, 1, 0]), (1, [], [0]), (2, [1], [1, 0]),
+])
+def test_add_missing_indices_matches_bookkeeper(size, write_set, expected):
+    assert add_missing_indices(write_set, size) == expected

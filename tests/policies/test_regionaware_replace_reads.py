@@ -212,7 +212,7 @@ def test_writable_then_read_only_then_unavailable():
 
 def test_lac_order_appends_the_rest_of_the_ensemble():
     policy = read_policy("/r1/rack3")
-    assert policy.reorder_read_lac_sequence(READ_ENSEMBLE, HealthInfo(), [2, 3]) == [3, 2, 0, 1]
+    assert policy.reorder_read_lac_sequence(READ_ENSEMBLE, HealthInfo(), [2, 3]) == [3, 2, 1, 0]
 
 
 def test_slow_bookies_expire_on_the_injected_clock():
