@@ -38,11 +38,11 @@ from .base import TopologyAwarePolicy, distinct_per_write_set, replace_in_ensemb
 from .coverage import NO_CONSTRAINTS, CoverageEnsemble
 from .errors import NotEnoughBookiesError
 from .location import ROOT
+from .rack_index import ExcludedPerRack, RackIndexes
 from .provenance import (POSITIONS, RULE_RACKS, failed, fixed, no_fix, position as position_name, retried,
                          unavailable)
 from .read_order import SlowBookieCache, add_missing_indices, reorder_read_sequence
 from .resolver import LocationResolver
-from .rack_weights import RackWeights
 from .selection import WeightedSelector, lazy_shuffle, pick_uniform, pick_uniform_view
 from .settings import PlacementSettings
 from .stabilize import StabilizedTopology
@@ -50,7 +50,6 @@ from .topology import LeafView, NetworkTopology
 
 Clock = Callable[[], float]
 
-_SCOPE_SELECTOR_CACHE_LIMIT = 256
 # From this write quorum up, adherence slides per-rack counts along the write sets (O(E)) instead of
 # building each write set (O(E x WQ), faster for the small quorums of everyday ledgers).
 _SLIDING_ADHERENCE_FROM = 8
@@ -133,45 +132,6 @@ def _describe_scope(scope: str) -> str:
     return scope
 
 
-class _Counted:
-    """Excluded bookies per rack during one placement call, for the candidate counts of its `steps`.
-
-    Built once per call in O(excluded bookies) (at C speed, `NetworkTopology.rack_counts`); a step's
-    count then costs O(racks cut + racks whose bookies are all excluded), not O(bookies).
-    """
-
-    __slots__ = ("per_rack", "total", "full", "ranges")
-
-    def __init__(self, topology: NetworkTopology, ranges: Mapping[str, tuple[int, int]],
-                 exclude: Iterable[str]) -> None:
-        self.ranges = ranges
-        self.per_rack = topology.rack_counts(exclude)
-        self.total = sum(self.per_rack.values())
-        self.full = {rack for rack, n in self.per_rack.items() if rack in ranges
-                     and n >= ranges[rack][1] - ranges[rack][0]}
-
-    def add(self, rack: str | None) -> None:
-        """One more excluded bookie, of `rack` (a pick just recorded)."""
-        if rack is None or rack not in self.ranges:
-            return
-        n = self.per_rack[rack] = self.per_rack.get(rack, 0) + 1
-        self.total += 1
-        start, end = self.ranges[rack]
-        if n >= end - start:
-            self.full.add(rack)
-
-    def outside(self, racks: Iterable[str]) -> tuple[int, int]:
-        """(excluded bookies, racks with every bookie excluded) outside `racks`."""
-        cut = set(racks)
-        per_rack = self.per_rack
-        inside = sum(per_rack.get(rack, 0) for rack in cut)
-        return self.total - inside, sum(1 for rack in self.full if rack not in cut)
-
-    def within(self, rack: str) -> tuple[int, int]:
-        """(excluded bookies, 1 if all are excluded else 0) inside one rack."""
-        return self.per_rack.get(rack, 0), int(rack in self.full)
-
-
 def _differ(current: Sequence[str], proposed: Sequence[str]) -> float:
     """Positions whose bookie differs; infinite when either list is empty or the sizes differ."""
     if not current or not proposed or len(current) != len(proposed):
@@ -179,7 +139,7 @@ def _differ(current: Sequence[str], proposed: Sequence[str]) -> float:
     return sum(1 for a, b in zip(current, proposed) if a != b)
 
 
-class RackawarePolicyImpl(TopologyAwarePolicy):
+class RackawarePolicyImpl(RackIndexes, TopologyAwarePolicy):
     """The rack-aware algorithm on one topology (spec §4-§8).
 
     Args:
@@ -198,10 +158,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
     def __init__(self, settings: PlacementSettings, resolver: LocationResolver, clock: Clock,
                  features: MutableMapping[str, int], default_location: str | None = None,
                  enforce_durability: bool = False, stabilize_period_s: float = 0) -> None:
-        self._cluster_selector: WeightedSelector | None = None
-        self._scope_selectors: dict[Any, WeightedSelector] = {}
-        self._leaf_index: tuple[list[str], list[str], dict[str, tuple[int, int]]] | None = None
-        self._rack_weights: RackWeights | None = None
+        self._invalidate()
         super().__init__(settings, resolver, clock, features, default_location)
         self.enforce_durability = enforce_durability
         self.stabilize_period_s = stabilize_period_s
@@ -209,98 +166,6 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         if self._stabilized:
             self.topology = StabilizedTopology(stabilize_period_s)
         self.slow_bookies = SlowBookieCache(settings.failure_history_expiration_ms / 1000.0)
-        self._known_sorted: tuple[str, ...] | None = None
-
-    # -- caches ------------------------------------------------------------------------------------
-
-    @property
-    def weights(self) -> dict[str, int]:
-        """bookie -> free disk bytes (disk-weighted mode). Assign a new dict to change it."""
-        return self._weights
-
-    @weights.setter
-    def weights(self, value: dict[str, int]) -> None:
-        self._weights = value
-        self._invalidate()
-
-    def _invalidate(self) -> None:
-        self._known_sorted = None
-        self._cluster_selector = None
-        self._scope_selectors = {}
-        self._leaf_index = None
-        self._rack_weights = None
-
-    def _index(self) -> tuple[list[str], list[str], dict[str, tuple[int, int]]]:
-        """(leaves, rack of each leaf, rack -> [start, end)) in (rack, bookie) order; rebuilt after a change.
-
-        Every change of this instance's topology goes through a handler that calls `_invalidate`.
-        """
-        index = self._leaf_index
-        if index is None:
-            topology = self.topology
-            flat: list[str] = []
-            flat_racks: list[str] = []
-            ranges: dict[str, tuple[int, int]] = {}
-            for rack in topology.racks():
-                start = len(flat)
-                members = topology.bookies_in(rack)
-                flat.extend(members)
-                flat_racks.extend([rack] * len(members))
-                ranges[rack] = (start, len(flat))
-            index = self._leaf_index = (flat, flat_racks, ranges)
-        return index
-
-    def known_sorted(self) -> tuple[str, ...]:
-        """Known (writable) bookies in id order: the population of whole-cluster selection."""
-        cached = self._known_sorted
-        if cached is None:
-            cached = self._known_sorted = tuple(sorted(self.known))
-        return cached
-
-    def _cluster_weighted(self) -> WeightedSelector:
-        selector = self._cluster_selector
-        if selector is None:
-            selector = self._cluster_selector = WeightedSelector(
-                self.known_sorted(), self._weights, self.settings.max_weight_multiple)
-        return selector
-
-    def _scope_weighted(self, key: Any, leaves: Sequence[str]) -> WeightedSelector:
-        """Selector over a scope's leaves; the cap is computed over the scope (§7.4). Cached per scope."""
-        selector = self._scope_selectors.get(key)
-        if selector is None:
-            if len(self._scope_selectors) >= _SCOPE_SELECTOR_CACHE_LIMIT:
-                self._scope_selectors = {}
-            selector = self._scope_selectors[key] = WeightedSelector(
-                leaves, self._weights, self.settings.max_weight_multiple)
-        return selector
-
-    def _sampler(self) -> RackWeights:
-        sampler = self._rack_weights
-        if sampler is None:
-            sampler = self._rack_weights = RackWeights(self._index(), self._weights,
-                                                        self.settings.max_weight_multiple)
-        return sampler
-
-    def _weighted_pick(self, key: Any, leaves: Sequence[str], rng: random.Random,
-                       accept: Callable[[str], bool]) -> str | None:
-        """A leaf of the scope `key` by capped weight among acceptable ones (§7.4).
-
-        `key` is ROOT, a rack, a tuple of avoided racks, or a scope string; scopes that are not a union
-        of whole racks (an inner node, a leaf path) use a selector built over `leaves`.
-        """
-        sampler = self._sampler()
-        ranges = self._index()[2]
-        if isinstance(key, tuple):
-            excluded: Sequence[str] = key
-        elif key == ROOT:
-            excluded = ()
-        elif key in ranges:
-            return sampler.pick(sampler.scope_rack(key), rng, accept)
-        elif key.startswith("~") and all(part in ranges for part in key[1:].split(",")):
-            excluded = key[1:].split(",")
-        else:
-            return self._scope_weighted(key, leaves).pick(rng, accept)
-        return sampler.pick(sampler.scope_excluding(tuple(sorted(set(excluded)))), rng, accept)
 
     # -- clock -------------------------------------------------------------------------------------
 
@@ -734,11 +599,11 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         its positions from the counts it already has, so the common case costs one small dict per position.
         """
         min_racks = min(write_quorum, self.settings.min_racks_per_write_quorum)
-        counted: _Counted | None = None
+        counted: ExcludedPerRack | None = None
         if (parent is None and parent_predicate is None and ensemble_size >= write_quorum and ensemble_size > 0
                 and self.topology.num_racks >= 2):
             if steps is not None and exclude:
-                counted = _Counted(self.topology, self._index()[2], exclude)
+                counted = ExcludedPerRack(self.topology, self._index()[2], exclude)
             if self.settings.disk_weighted:
                 chosen = self._place_fast_weighted(ensemble_size, exclude, rng, steps, counted)
             else:
@@ -749,7 +614,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
             chosen = []
         if steps is not None:
             if counted is None:
-                counted = _Counted(self.topology, self._index()[2], exclude)
+                counted = ExcludedPerRack(self.topology, self._index()[2], exclude)
             else:
                 for bookie in chosen:
                     counted.add(self.topology.rack_of(bookie))
@@ -774,7 +639,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
 
     def _place_beyond_racks(self, ensemble_size: int, write_quorum: int, ack_quorum: int, chosen: list[str],
                             exclude: set[str], rng: random.Random, fallbacks: list[str],
-                            steps: list[dict[str, Any]], counted: _Counted) -> tuple[list[str], Adherence] | None:
+                            steps: list[dict[str, Any]], counted: ExcludedPerRack) -> tuple[list[str], Adherence] | None:
         """The general loop's last position after the fast path has put every other one in a rack of its
         own and no rack is left (5/3/2 on 4 racks), without its coverage bookkeeping; None when racks
         are left (the fast path stopped at an excluded draw), the caller then runs the loop.
@@ -815,7 +680,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
         return result, self.is_ensemble_adhering(result, write_quorum, ack_quorum)
 
     def _place_fast(self, ensemble_size: int, exclude: set[str], rng: random.Random,
-                    steps: list[dict[str, Any]] | None = None, counted: _Counted | None = None) -> list[str]:
+                    steps: list[dict[str, Any]] | None = None, counted: ExcludedPerRack | None = None) -> list[str]:
         """The common case of §4.4 without coverage bookkeeping: returns the positions placed before the
         first rejected draw (all of them, usually); the general loop continues from there.
 
@@ -895,7 +760,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
 
     def _place_fast_weighted(self, ensemble_size: int, exclude: set[str], rng: random.Random,
                              steps: list[dict[str, Any]] | None = None,
-                             counted: _Counted | None = None) -> list[str]:
+                             counted: ExcludedPerRack | None = None) -> list[str]:
         """`_place_fast` with disk weights: one draw from each position's scope distribution (the
         cluster, the local rack, or the cluster minus the racks used so far); the general loop takes
         over at the first excluded draw, which again yields the scope distribution conditioned on the
@@ -956,7 +821,7 @@ class RackawarePolicyImpl(TopologyAwarePolicy):
                          min_racks: int, exclude: set[str], rng: random.Random, fallbacks: list[str],
                          start: int = 0, avoided: list[str] | None = None, prev_rack: str = "",
                          steps: list[dict[str, Any]] | None = None,
-                         counted: _Counted | None = None) -> tuple[list[str], Adherence]:
+                         counted: ExcludedPerRack | None = None) -> tuple[list[str], Adherence]:
         """The general loop of §4.4 from position `start`. With `steps` (then `counted` holds every
         exclusion so far), each position records its scope's candidates, marked failed when no
         candidate met the rack coverage, followed by the fallback scope it tried."""
