@@ -1,6 +1,7 @@
 """Kafka as a PySpark streaming sink (``df.writeStream.format("placement-kafka")``), append mode only.
 
-The stream writer of :class:`streaming.kafka_source.KafkaDataSource` (spec/spark-kafka-facts.md §3, Appendix A):
+The stream writer of :class:`streaming.kafka_source.KafkaDataSource` (spec/spark-kafka-facts.md §3, Appendix A);
+its options are parsed by :class:`streaming.kafka_options.KafkaSinkSettings`:
 
 * Input columns: ``value`` (string or binary, required), ``key`` (string or binary), ``topic`` (string),
   ``partition`` (int) and ``headers`` (``array<struct<key:string,value:binary>>``, e.g. CloudEvents binary
@@ -23,86 +24,11 @@ import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Producer
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from streaming.kafka_source import (
-    KafkaConnectorError,
-    KafkaOptionError,
-    kafka_client_props,
-    lower_options,
-    parse_positive_int,
-)
-from streaming.shutdown import STOPPING
-from streaming.worker_gc import tune_worker_gc
+from .kafka_options import KafkaSinkSettings, KafkaWriteError
+from .shutdown import STOPPING
+from .worker_gc import tune_worker_gc
 
 logger = logging.getLogger(__name__)
-
-# Producer properties a user may not override (none: kafka.bootstrap.servers is read as the broker list).
-_SINK_OWNED_PROPS: frozenset[str] = frozenset()
-
-# Column name -> accepted Spark type names (DataType.simpleString()).
-_COLUMN_TYPES = {
-    "value": ("string", "binary"),
-    "key": ("string", "binary"),
-    "topic": ("string",),
-    "partition": ("int",),
-    "headers": ("array<struct<key:string,value:binary>>",),
-}
-
-
-class KafkaWriteError(KafkaConnectorError):
-    """Records could not be delivered to Kafka; the task fails and Spark retries it."""
-
-
-@dataclass(frozen=True, slots=True)
-class KafkaSinkSettings:
-    """The sink's options and the input columns it uses, read once on the driver (STYLE R2). Picklable."""
-
-    bootstrap_servers: str
-    topic: str | None
-    columns: tuple[str, ...]
-    flush_timeout_ms: int = 300_000
-    client_props: tuple[tuple[str, str], ...] = ()
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, str], schema) -> KafkaSinkSettings:
-        """Build settings from the writer's options and its input schema.
-
-        Args:
-            schema: the input DataFrame's ``StructType``.
-
-        Raises:
-            KafkaOptionError: a required option or the ``value`` column is missing, a column has an unsupported
-                type, or there is neither a ``topic`` column nor a ``topic`` option.
-        """
-        opts = lower_options(options)
-        bootstrap = opts.get("kafka.bootstrap.servers", "").strip()
-        if not bootstrap:
-            raise KafkaOptionError("kafka.bootstrap.servers: required for the placement-kafka sink")
-        types = {field.name: field.dataType.simpleString() for field in schema.fields}
-        if "value" not in types:
-            raise KafkaOptionError(f"the placement-kafka sink needs a 'value' column (string or binary); "
-                                   f"the input has {', '.join(types) or 'no columns'}")
-        for name, accepted in _COLUMN_TYPES.items():
-            if name in types and types[name] not in accepted:
-                raise KafkaOptionError(f"column {name!r} has type {types[name]}; the placement-kafka sink "
-                                       f"accepts {' or '.join(accepted)}; cast it")
-        topic = opts.get("topic", "").strip() or None
-        if topic is None and "topic" not in types:
-            raise KafkaOptionError("the placement-kafka sink needs option('topic', ...) or a 'topic' column")
-        return cls(
-            bootstrap_servers=bootstrap,
-            topic=topic,
-            columns=tuple(name for name in _COLUMN_TYPES if name in types),
-            flush_timeout_ms=parse_positive_int("flushTimeoutMs", opts.get("flushtimeoutms", "300000")),
-            client_props=kafka_client_props(opts, _SINK_OWNED_PROPS),
-        )
-
-    def producer_conf(self) -> dict[str, object]:
-        """confluent-kafka Producer config: ``linger.ms=5`` unless overridden, user ``kafka.*`` properties."""
-        conf: dict[str, object] = {"linger.ms": 5}
-        conf.update(self.client_props)
-        conf["bootstrap.servers"] = self.bootstrap_servers
-        return conf
-
 
 # One Producer per configuration per Python worker process; Spark reuses workers across tasks and batches.
 _PRODUCERS: dict[tuple[tuple[str, str], ...], Producer] = {}

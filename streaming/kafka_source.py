@@ -4,31 +4,22 @@ Spark's own ``format("kafka")`` needs the spark-sql-kafka jar, which this projec
 (spec/spark-kafka-facts.md §3), so this module implements the Python Data Source API instead:
 
 * :class:`KafkaDataSource` is the data source (short name ``placement-kafka``). Its reader is here, its stream
-  writer in :mod:`streaming.kafka_sink`.
+  writer in :mod:`streaming.kafka_sink`; both take their options parsed by :mod:`streaming.kafka_options`.
 * :class:`KafkaStreamReader` plans micro-batches on the driver and reads them on the executors. Offsets are JSON
   objects of *next* offsets, ``{"topic:partition": next_offset}`` (facts Appendix A). Each planned range
   ``[start, end)`` of one Kafka partition becomes one Spark input partition; :meth:`KafkaStreamReader.read` is
   static and stateless, so Spark can re-read a batch from its offset log after a crash and get the same rows.
-* :class:`KafkaSourceSettings` is the one place that knows how the options are spelled. Spark lower-cases
-  option names, so every name is mapped explicitly.
 
 tansu quirk (facts §4 quirk 1): ListOffsets reports "base offset of the last record batch + 1" as the high
 watermark. With ``endOffsetProbe=fetch`` (default) the driver fetches from that offset and takes the end from the
 fetch response (end-of-partition), which is correct on tansu and on Apache Kafka; ``endOffsetProbe=list`` trusts
 ListOffsets (fine for real Kafka, and cheaper).
 
-Output schema (``SOURCE_SCHEMA_DDL``): ``topic string, partition int, offset long, timestamp timestamp,
-key binary, value binary``. It is kept as a DDL string so that no Spark type object is built here
-(STYLE §3 keeps those in ``streaming/schemas.py``).
-
-Length: past 600 lines because the options, errors, planning and reading form one unit that Spark pickles
-together; the errors and option helpers are shared with kafka_sink.py. If it grows, move the settings and
-errors to their own module first.
+Output schema: ``streaming.schemas.KAFKA_SOURCE_DDL``, delivered as ``KAFKA_SOURCE_ARROW_SCHEMA`` batches.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterator, Mapping
@@ -44,24 +35,25 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from streaming.worker_gc import tune_worker_gc
+from .kafka_options import (
+    EARLIEST,
+    LATEST,
+    KafkaConnectorError,
+    KafkaOptionError,
+    KafkaReadError,
+    KafkaSinkSettings,
+    KafkaSourceSettings,
+    MissingTopicError,
+    offset_key,
+    parse_offset_key,
+)
+from .kafka_sink import KafkaStreamWriter
+from .schemas import KAFKA_SOURCE_ARROW_SCHEMA, KAFKA_SOURCE_DDL
+from .worker_gc import tune_worker_gc
 
 logger = logging.getLogger(__name__)
 
 SHORT_NAME = "placement-kafka"
-
-SOURCE_SCHEMA_DDL = "topic string, partition int, offset long, timestamp timestamp, key binary, value binary"
-
-# Must equal pyspark's to_arrow_schema(SOURCE_SCHEMA_DDL, timezone="UTC"): Spark rejects RecordBatches whose
-# schema differs (DATA_SOURCE_RETURN_SCHEMA_MISMATCH); tests/streaming/test_kafka_io.py checks it.
-ARROW_SCHEMA = pa.schema([
-    pa.field("topic", pa.string()),
-    pa.field("partition", pa.int32()),
-    pa.field("offset", pa.int64()),
-    pa.field("timestamp", pa.timestamp("us", tz="UTC")),
-    pa.field("key", pa.binary()),
-    pa.field("value", pa.binary()),
-])
 
 # Rows per Arrow RecordBatch handed to Spark; matches spark.sql.execution.arrow.maxRecordsPerBatch's default.
 _ROWS_PER_ARROW_BATCH = 10_000
@@ -69,199 +61,6 @@ _ROWS_PER_ARROW_BATCH = 10_000
 # range; 1000 per call was the fastest size measured (facts §5d).
 _MAX_CONSUME_CHUNK = 1_000
 _CONSUME_WAIT_S = 0.5
-
-# Kafka client properties this connector sets itself; a user's kafka.<prop> for these is rejected.
-_SOURCE_OWNED_PROPS = frozenset({"enable.auto.commit", "auto.offset.reset", "enable.partition.eof"})
-
-EARLIEST = -2  # Spark connector convention in startingOffsets JSON
-LATEST = -1
-
-
-# --------------------------------------------------------------------------------------------------- errors
-
-
-class KafkaConnectorError(RuntimeError):
-    """Root of the errors raised by the placement-kafka source and sink."""
-
-
-class KafkaOptionError(KafkaConnectorError, ValueError):
-    """An option of the placement-kafka source or sink is missing or malformed."""
-
-
-class MissingTopicError(KafkaOptionError):
-    """A subscribed topic does not exist on the broker (a configuration error, not a transient one)."""
-
-    def __init__(self, topics: tuple[str, ...], bootstrap: str):
-        self.topics = topics
-        super().__init__(
-            f"subscribed topic(s) {', '.join(topics)} do not exist on {bootstrap}; create them "
-            "(or fix 'subscribe'), or set option failOnMissingTopic=false to start without them and read them "
-            "from the earliest offset once they appear"
-        )
-
-
-class KafkaReadError(KafkaConnectorError):
-    """The broker did not return the records of a planned offset range, or returned an error."""
-
-
-# ------------------------------------------------------------------------------------------------- settings
-
-
-def offset_key(topic: str, partition: int) -> str:
-    """The offset-JSON key of one Kafka partition: ``"topic:partition"``."""
-    return f"{topic}:{partition}"
-
-
-def parse_offset_key(key: str) -> tuple[str, int]:
-    """Inverse of :func:`offset_key` (topic names cannot contain ``:``)."""
-    topic, sep, partition = key.rpartition(":")
-    if not sep or not topic or not partition.lstrip("-").isdigit():
-        raise KafkaReadError(f"malformed offset key {key!r}: expected 'topic:partition'; the checkpoint's offsets "
-                             "were not written by this source")
-    return topic, int(partition)
-
-
-def _parse_bool(name: str, raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in ("true", "1", "yes"):
-        return True
-    if value in ("false", "0", "no"):
-        return False
-    raise KafkaOptionError(f"{name}: expected true or false, got {raw!r}")
-
-
-def parse_positive_int(name: str, raw: str) -> int:
-    """``raw`` as an integer >= 1; the error names the option ``name``."""
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise KafkaOptionError(f"{name}: expected an integer >= 1, got {raw!r}")
-    return value
-
-
-def kafka_client_props(options: Mapping[str, str], owned: frozenset[str]) -> tuple[tuple[str, str], ...]:
-    """The ``kafka.<prop>`` options as confluent-kafka properties, sorted (Kafka property names are lower-case).
-
-    Raises:
-        KafkaOptionError: a property in ``owned`` is set by the connector itself.
-    """
-    props = []
-    for name, value in options.items():
-        if name.startswith("kafka."):
-            prop = name[len("kafka."):]
-            if prop in owned:
-                raise KafkaOptionError(f"kafka.{prop}: this property is managed by the placement-kafka connector "
-                                       "and cannot be overridden; remove the option")
-            props.append((prop, str(value)))
-    return tuple(sorted(props))
-
-
-def lower_options(options: Mapping[str, str]) -> dict[str, str]:
-    """Options with lower-case names, as Spark hands them to the data source."""
-    return {str(k).lower(): str(v) for k, v in options.items()}
-
-
-@dataclass(frozen=True, slots=True)
-class StartingOffsets:
-    """Where a new query starts: ``mode`` is ``earliest``, ``latest`` or ``specific``.
-
-    For ``specific``, ``offsets`` maps ``(topic, partition)`` to an offset, -2 (earliest) or -1 (latest);
-    partitions not listed start at earliest.
-    """
-
-    mode: str
-    offsets: tuple[tuple[str, int, int], ...] = ()
-
-    @classmethod
-    def parse(cls, raw: str, topics: tuple[str, ...]) -> StartingOffsets:
-        text = raw.strip()
-        if text.lower() in ("earliest", "latest"):
-            return cls(text.lower())
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise KafkaOptionError(f"startingOffsets: expected earliest, latest or JSON like "
-                                   f'{{"topic": {{"0": 42}}}}, got {raw!r} ({exc})') from exc
-        if not isinstance(obj, dict):
-            raise KafkaOptionError(f"startingOffsets: JSON must be an object of topics, got {raw!r}")
-        entries = []
-        for topic, parts in obj.items():
-            if topic not in topics:
-                raise KafkaOptionError(f"startingOffsets: topic {topic!r} is not in subscribe "
-                                       f"({','.join(topics)}); add it to subscribe or remove it")
-            if not isinstance(parts, dict):
-                raise KafkaOptionError(f"startingOffsets: {topic!r} must map partition numbers to offsets, "
-                                       f"got {parts!r}")
-            for partition, offset in parts.items():
-                if not str(partition).isdigit() or isinstance(offset, bool) or not isinstance(offset, int) \
-                        or offset < EARLIEST:
-                    raise KafkaOptionError(f"startingOffsets: {topic}/{partition}: expected a partition number "
-                                           f"and an offset >= 0 (or -2 earliest, -1 latest), got {offset!r}")
-                entries.append((topic, int(partition), offset))
-        return cls("specific", tuple(sorted(entries)))
-
-
-@dataclass(frozen=True, slots=True)
-class KafkaSourceSettings:
-    """The source's options, read once (STYLE R2). Picklable; holds no client."""
-
-    bootstrap_servers: str
-    topics: tuple[str, ...]
-    starting_offsets: StartingOffsets
-    max_offsets_per_trigger: int | None = None
-    commit_group: str | None = None
-    end_offset_probe: str = "fetch"
-    fail_on_missing_topic: bool = True
-    poll_timeout_ms: int = 120_000
-    client_props: tuple[tuple[str, str], ...] = ()
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> KafkaSourceSettings:
-        """Build settings from data-source options (names matched case-insensitively).
-
-        Raises:
-            KafkaOptionError: a required option is missing or a value is malformed; the message names it.
-        """
-        opts = lower_options(options)
-        bootstrap = opts.get("kafka.bootstrap.servers", "").strip()
-        if not bootstrap:
-            raise KafkaOptionError("kafka.bootstrap.servers: required, e.g. option('kafka.bootstrap.servers', "
-                                   "'broker1:9092,broker2:9092')")
-        if "assign" in opts or "subscribepattern" in opts:
-            raise KafkaOptionError("assign / subscribePattern are not supported by placement-kafka; "
-                                   "use subscribe=topic1,topic2")
-        topics = tuple(dict.fromkeys(t.strip() for t in opts.get("subscribe", "").split(",") if t.strip()))
-        if not topics:
-            raise KafkaOptionError("subscribe: required, a comma-separated list of topics, e.g. 'events'")
-        probe = opts.get("endoffsetprobe", "fetch").strip().lower()
-        if probe not in ("fetch", "list"):
-            raise KafkaOptionError(f"endOffsetProbe: expected fetch or list, got {opts['endoffsetprobe']!r}")
-        max_offsets = opts.get("maxoffsetspertrigger")
-        group = opts.get("commitgroup", "").strip() or None
-        return cls(
-            bootstrap_servers=bootstrap,
-            topics=topics,
-            starting_offsets=StartingOffsets.parse(opts.get("startingoffsets", "latest"), topics),
-            max_offsets_per_trigger=(None if max_offsets is None
-                                     else parse_positive_int("maxOffsetsPerTrigger", max_offsets)),
-            commit_group=group,
-            end_offset_probe=probe,
-            fail_on_missing_topic=_parse_bool("failOnMissingTopic", opts.get("failonmissingtopic", "true")),
-            poll_timeout_ms=parse_positive_int("kafkaConsumer.pollTimeoutMs",
-                                                opts.get("kafkaconsumer.polltimeoutms", "120000")),
-            client_props=kafka_client_props(opts, _SOURCE_OWNED_PROPS),
-        )
-
-    def consumer_conf(self, **overrides: object) -> dict[str, object]:
-        """confluent-kafka Consumer config: user ``kafka.*`` properties, then the connector's own."""
-        conf: dict[str, object] = {"group.id": "placement-kafka-reader"}
-        conf.update(self.client_props)
-        conf.update({"bootstrap.servers": self.bootstrap_servers, "enable.auto.commit": False,
-                     "enable.partition.eof": True, "auto.offset.reset": "error"})
-        conf.update(overrides)
-        return conf
 
 
 # ----------------------------------------------------------------------------------------------- planning
@@ -637,7 +436,7 @@ def _to_arrow(topic: str, partition: int, columns: tuple[list, list, list, list]
         pa.array(timestamps, pa.timestamp("us", tz="UTC")),
         pa.array(keys, pa.binary()),
         pa.array(values, pa.binary()),
-    ], schema=ARROW_SCHEMA)
+    ], schema=KAFKA_SOURCE_ARROW_SCHEMA)
 
 
 # ------------------------------------------------------------------------------------------- data source
@@ -655,7 +454,7 @@ class KafkaDataSource(DataSource):
         return SHORT_NAME
 
     def schema(self) -> str:
-        return SOURCE_SCHEMA_DDL
+        return KAFKA_SOURCE_DDL
 
     def streamReader(self, schema) -> KafkaStreamReader:
         """Called by Spark on the driver when the query starts; validates the options."""
@@ -663,8 +462,6 @@ class KafkaDataSource(DataSource):
 
     def streamWriter(self, schema, overwrite: bool):
         """Called by Spark on the driver when the query starts; validates options and the input columns."""
-        from streaming.kafka_sink import KafkaSinkSettings, KafkaStreamWriter
-
         if overwrite:
             raise KafkaOptionError("placement-kafka is an append-only sink; use outputMode('append')")
         return KafkaStreamWriter(KafkaSinkSettings.from_options(self.options, schema))

@@ -16,16 +16,9 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-from streaming.kafka_sink import KafkaSinkSettings
-from streaming.kafka_source import (
-    ARROW_SCHEMA,
-    SOURCE_SCHEMA_DDL,
-    KafkaOptionError,
-    KafkaSourceSettings,
-    KafkaStreamReader,
-    offset_key,
-    share_limit,
-)
+from streaming.kafka_options import KafkaOptionError, KafkaSinkSettings, KafkaSourceSettings, offset_key
+from streaming.kafka_source import KafkaStreamReader, share_limit
+from streaming.schemas import KAFKA_SOURCE_ARROW_SCHEMA, KAFKA_SOURCE_DDL
 from tests.kafka_broker import consume_all, create_topic, produce_records, unique_topic_name
 
 # --------------------------------------------------------------------------------------------- helpers
@@ -101,7 +94,7 @@ def test_arrow_schema_is_what_spark_expects_for_the_declared_schema(spark):
     from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType
 
-    assert to_arrow_schema(StructType.fromDDL(SOURCE_SCHEMA_DDL), timezone="UTC").equals(ARROW_SCHEMA)
+    assert to_arrow_schema(StructType.fromDDL(KAFKA_SOURCE_DDL), timezone="UTC").equals(KAFKA_SOURCE_ARROW_SCHEMA)
 
 
 def test_share_limit_splits_in_proportion_to_lag_and_sums_to_the_limit():

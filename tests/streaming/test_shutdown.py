@@ -129,7 +129,8 @@ def test_signals_are_recorded_instead_of_raised_and_the_old_handlers_come_back()
 def test_the_sink_reports_a_batch_aborted_by_the_stop_as_information_not_a_warning(caplog):
     from pyspark.sql.types import StringType, StructField, StructType
 
-    from streaming.kafka_sink import KafkaSinkSettings, KafkaStreamWriter
+    from streaming.kafka_options import KafkaSinkSettings
+    from streaming.kafka_sink import KafkaStreamWriter
 
     writer = KafkaStreamWriter(KafkaSinkSettings.from_options(
         {"kafka.bootstrap.servers": "127.0.0.1:1", "topic": "t"}, StructType([StructField("value", StringType())])))

@@ -62,6 +62,7 @@ def test_every_executor_entry_point_tunes_the_worker_first(monkeypatch):
     import streaming.kafka_sink as kafka_sink
     import streaming.kafka_source as kafka_source
     import streaming.stateful as stateful
+    from streaming.kafka_options import KafkaSinkSettings, KafkaSourceSettings
     from tests.streaming.test_model_cache import GroupState, _day, _run
 
     calls = []
@@ -71,10 +72,10 @@ def test_every_executor_entry_point_tunes_the_worker_first(monkeypatch):
 
     function = stateful.make_state_function({"ensemblePlacementPolicy": "rackaware"}, "kafka")
     _run(function, GroupState(), _day()[:5], 0)
-    reader = kafka_source.KafkaStreamReader(kafka_source.KafkaSourceSettings.from_options(
+    reader = kafka_source.KafkaStreamReader(KafkaSourceSettings.from_options(
         {"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t"}))
     assert list(reader.read(kafka_source.KafkaInputPartition("t", 0, 7, 7))) == []   # an empty range
-    writer = kafka_sink.KafkaStreamWriter(kafka_sink.KafkaSinkSettings.from_options(
+    writer = kafka_sink.KafkaStreamWriter(KafkaSinkSettings.from_options(
         {"kafka.bootstrap.servers": "127.0.0.1:1"}, StructType([StructField(name, StringType()) for name in ("topic", "key", "value")])))
     writer.write(iter([]))
     assert calls == ["streaming.stateful", "streaming.kafka_source", "streaming.kafka_sink"]
