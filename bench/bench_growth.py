@@ -95,24 +95,24 @@ def part_bookies(sizes, seconds: float, requests: int) -> list[dict]:
                         for r in common.registration("c", layout, common.START_MS, rng)]
         tracemalloc.start()
         cpu = time.process_time()
-        model = step(None, "c", registration, settings, conf).model
+        model = step(None, "c", registration, settings).model
         register_s = time.process_time() - cpu
         heap = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
         members = list(layout)
         begin = common.START_MS + 2 * bookies + 1000
         lines = [common._line(common.request("c", n, begin + n, members, rng)) for n in range(requests)]  # noqa: SLF001
-        step(model, "c", [parse_record(lines[0], origin)], settings, conf)   # warm the policy's caches
+        step(model, "c", [parse_record(lines[0], origin)], settings)   # warm the policy's caches
         cpu = time.process_time()
         with paused_gc():  # as the state function parses and steps (streaming.worker_gc)
             items = [parse_record(line, origin) for line in lines]
-            result = step(model, "c", items, settings, conf)
+            result = step(model, "c", items, settings)
             texts = [o.to_json() for o in result.outputs]
         engine_s = time.process_time() - cpu
         failed = sum('"status":"failed"' in t for t in texts)
         blob = dump_model(model)
         dump_s = min(common.timed(lambda: dump_model(model))[2] for _ in range(3))
-        load_s = min(common.timed(lambda: load_model(blob, conf))[2] for _ in range(3))
+        load_s = min(common.timed(lambda: load_model(blob, settings))[2] for _ in range(3))
         row = {"bookies": bookies, "racks": racks, "core_new_ensemble_per_s": core,
                "core_us_per_call": 1e6 / core, "engine_us_per_request": engine_s / requests * 1e6,
                "engine_requests_per_cpu_s": requests / engine_s, "failed_decisions": failed,

@@ -65,10 +65,10 @@ def build(bookies: int, racks: int, conf: dict, settings: ModelSettings, seed: i
     records, names = registration(bookies, racks, rng, common.START_MS)
     model = None
     for start in range(0, len(records), BATCH):
-        model = step(model, CLUSTER, records[start:start + BATCH], settings, conf).model
+        model = step(model, CLUSTER, records[start:start + BATCH], settings).model
     gone = [BookieLost(cluster=CLUSTER, time_ms=common.START_MS + 1000, bookie=b)
             for b in rng.sample(names, max(1, bookies // 100))]
-    model = step(model, CLUSTER, gone, settings, conf).model
+    model = step(model, CLUSTER, gone, settings).model
     return model, names
 
 
@@ -77,8 +77,8 @@ def size_part(bookies: int, racks: int, conf: dict, settings: ModelSettings, see
     blob = dump_model(model)
     plain = len(decompress(blob, STATE_CODEC))
     dump_s = min(common.timed(lambda: dump_model(model))[1] for _ in range(3))
-    load_s = min(common.timed(lambda: load_model(blob, conf, settings))[1] for _ in range(3))
-    again = load_model(blob, conf, settings)
+    load_s = min(common.timed(lambda: load_model(blob, settings))[1] for _ in range(3))
+    again = load_model(blob, settings)
     assert to_document(again) == to_document(model), "snapshot round trip changed the model"
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
@@ -144,10 +144,10 @@ def rate(model, records: list, conf: dict, settings: ModelSettings, repeat: int)
     blob = dump_model(model)
     best = float("inf")
     for _ in range(repeat):
-        current = load_model(blob, conf, settings)
+        current = load_model(blob, settings)
         started = time.process_time()
         for start in range(0, len(records), BATCH):
-            current = step(current, CLUSTER, records[start:start + BATCH], settings, conf).model
+            current = step(current, CLUSTER, records[start:start + BATCH], settings).model
         best = min(best, time.process_time() - started)
     return len(records) / best if best > 0 else float("inf")
 

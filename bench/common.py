@@ -586,15 +586,15 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
                     raise RuntimeError(f"generated record became a dead letter: {item.reason}: {item.detail}")
                 items.append(item)
             t2 = clock()
-            model = (load_model(blob, conf, settings) if blob is not None
-                     else ClusterModel(cluster, settings, conf))
+            model = (load_model(blob, settings) if blob is not None
+                     else ClusterModel(cluster, settings))
             t3 = clock()
             calls: dict[str, list[float]] = {}
             depth = [0]
             for name in POLICY_CALLS:
                 if hasattr(model.policy, name):
                     setattr(model.policy, name, _timed_method(getattr(model.policy, name), name, calls, depth))
-            result = step(model, cluster, items, settings, conf)
+            result = step(model, cluster, items, settings)
             t4 = clock()
             policy_time = sum(seconds for seconds, _ in calls.values())
             for name, (seconds, count) in calls.items():
@@ -623,7 +623,7 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
     stages["snapshot bytes (last)"] = snapshot_bytes
     if blob is not None:  # one cold load and one store of the last snapshot (a group moved to another worker)
         t0 = clock()
-        model = load_model(blob, conf, settings)
+        model = load_model(blob, settings)
         t1 = clock()
         dump_model(model)
         stages["snapshot load s (last)"], stages["snapshot store s (last)"] = t1 - t0, clock() - t1

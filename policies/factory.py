@@ -1,7 +1,9 @@
-"""`create_policy`: configuration -> a ready policy instance (CONTRACT §1).
+"""`create_policy` and `policy_from_settings`: configuration -> a ready policy instance (CONTRACT §1).
 
-Policy classes take `(settings, resolver, clock, features)`; the registry names their modules so
-that importing `policies` stays cheap and each policy lives in its own module.
+`create_policy(conf, ...)` parses the configuration mapping into `PlacementSettings` and hands it to
+`policy_from_settings`, which callers that parsed their configuration once (the cluster model) use
+directly. Policy classes take `(settings, resolver, clock, features)`; the registry names their
+modules so that importing `policies` stays cheap and each policy lives in its own module.
 """
 
 from __future__ import annotations
@@ -43,14 +45,15 @@ def create_policy(conf: Mapping[str, Any], resolver: Mapping[str, str] | None = 
     Raises:
         ValueError: unknown policy, malformed value or impossible combination; names the key.
     """
-    return build_policy(PlacementSettings.from_conf(conf), resolver, clock, rack_info, features)
+    return policy_from_settings(PlacementSettings.from_conf(conf), resolver=resolver, clock=clock,
+                                rack_info=rack_info, features=features)
 
 
-def build_policy(settings: PlacementSettings, resolver: Mapping[str, str] | None = None,
-                 clock: Callable[[], float] | None = None, rack_info: RackInfo | None = None,
-                 features: MutableMapping[str, int] | None = None):
+def policy_from_settings(settings: PlacementSettings, *, resolver: Mapping[str, str] | None = None,
+                         clock: Callable[[], float] | None = None, rack_info: RackInfo | None = None,
+                         features: MutableMapping[str, int] | None = None):
     """`create_policy` from settings already parsed (the cluster model builds a policy on every load
-    of its snapshot, with the settings it parsed once)."""
+    of its snapshot, with the settings it parsed once). Arguments as for `create_policy`."""
     module_name, class_name = POLICY_IMPLEMENTATIONS[settings.policy]
     policy_class = getattr(importlib.import_module(module_name), class_name)
     location_resolver = LocationResolver(resolver, rack_info)

@@ -4,11 +4,13 @@ Public surface::
 
     from state import ClusterModel, ModelSettings, Output, StepResult, step, dumps, loads
 
-* `ModelSettings.from_conf(conf)`: the engine's model keys (`engine.seed`, ...), plus the whole conf.
-* `step(model, cluster, items, settings, conf, shard=0, shards=1)`: one pure micro-batch.
-* `dumps(model)` / `loads(data, conf)`: the versioned snapshot kept in Spark's state store.
+* `ModelSettings.from_conf(conf)`: the configuration, parsed once: the engine's model keys
+  (`engine.seed`, ...) and the placement keys (`ModelSettings.placement`).
+* `step(model, cluster, items, settings, shard=0, shards=1, horizon_ms=None)`: one pure micro-batch.
+* `dumps(model)` / `loads(data, settings)`: the versioned snapshot kept in Spark's state store.
 
-This package imports only `events`, `policies` and the standard library.
+This package imports `events`, `policies`, the standard library, numpy (the ledger registry's
+columns) and orjson (snapshots and output records); never `streaming`, Spark or pandas.
 """
 
 from .cluster import ClusterModel

@@ -64,7 +64,7 @@ from events.model import (
     FeatureSet,
 )
 from policies import BookieInfo
-from policies.factory import build_policy
+from policies.factory import policy_from_settings
 from policies.location import DEFAULT_RACK
 from policies.resolver import host_of, pulsar_rack
 from policies.settings import PlacementSettings
@@ -106,19 +106,14 @@ class ClusterModel:
 
     Args:
         cluster: the cluster name.
-        settings: the model settings (seed, history TTL, flap window and threshold).
-        conf: the configuration mapping the policy is created from (default: `settings.conf`).
-
-    Raises:
-        ValueError: the configuration is invalid (names the key).
+        settings: the model settings (seed, history TTL, flap window and threshold), and the placement
+            settings the policy is created from (`settings.placement`).
     """
 
-    def __init__(self, cluster: str, settings: ModelSettings, conf: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, cluster: str, settings: ModelSettings) -> None:
         self.cluster = cluster
         self.settings = settings
-        self.conf: dict[str, Any] = dict(settings.conf if conf is None else conf)
-        self.placement: PlacementSettings = (
-            settings.placement if self.conf == settings.conf else PlacementSettings.from_conf(self.conf))
+        self.placement: PlacementSettings = settings.placement
         self.policy_name = self.placement.policy
         period = self.placement.stabilize_period_s
         self.stabilize_period_s = period if self.policy_name in STABILIZING_POLICIES else 0
@@ -172,8 +167,8 @@ class ClusterModel:
 
     def new_policy(self):  # noqa: ANN201 - the policy protocol lives in policies
         """A policy over the model's mapping, rack info and features (as they are now)."""
-        return build_policy(self.placement, resolver=self.mapping, clock=self._clock, rack_info=self.rack_info,
-                            features=self.features)
+        return policy_from_settings(self.placement, resolver=self.mapping, clock=self._clock,
+                                    rack_info=self.rack_info, features=self.features)
 
     @property
     def default_location(self) -> str:

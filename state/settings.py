@@ -1,8 +1,9 @@
 """The engine's cluster-model keys -> one frozen `ModelSettings` (STYLE R2).
 
-Only this module knows how the `engine.*` model keys are spelled. The whole configuration mapping is
-kept as well: the placement policy is created from the same mapping (BookKeeper and Pulsar keys,
-parsed by `policies.settings.PlacementSettings`), so one properties file configures both.
+Only this module knows how the `engine.*` model keys are spelled. The placement keys of the same
+mapping (BookKeeper and Pulsar keys) are parsed by `policies.settings.PlacementSettings` into
+`ModelSettings.placement`, so one properties file configures both, and it is read once: the model,
+its policy and its snapshots take these settings, never the raw mapping.
 
 | key | default | meaning |
 |---|---|---|
@@ -49,8 +50,7 @@ class ModelSettings:
         audit_max_ledgers: `engine.audit.maxLedgers`.
         audit_ttl_s: `engine.audit.ttlSeconds`.
         placement: the placement keys of the same mapping, parsed (policy name, stabilization period,
-            disk weighting, ...).
-        conf: a private copy of the whole mapping; the policy is created from it. Never mutated.
+            disk weighting, isolation groups, ...); the policy is created from them.
     """
 
     seed: int = 0
@@ -60,7 +60,6 @@ class ModelSettings:
     audit_max_ledgers: int = 100_000
     audit_ttl_s: int = 604_800
     placement: PlacementSettings = field(default_factory=PlacementSettings)
-    conf: dict[str, Any] = field(default_factory=dict, hash=False, repr=False)
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> ModelSettings:
@@ -79,7 +78,6 @@ class ModelSettings:
             audit_max_ledgers=int_key(conf, AUDIT_MAX_LEDGERS, 100_000, 0),
             audit_ttl_s=int_key(conf, AUDIT_TTL, 604_800, 1),
             placement=placement,
-            conf=dict(conf),
         )
 
     @property

@@ -26,7 +26,7 @@ import heapq
 import json
 import zlib
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import orjson
@@ -149,19 +149,16 @@ def decompress(data: bytes, codec: Codec | None = None) -> bytes:
                             "corrupt") from exc
 
 
-def loads(data: bytes, conf: Mapping[str, Any], settings: ModelSettings | None = None,
-          codec: Codec | None = None) -> ClusterModel:
+def loads(data: bytes, settings: ModelSettings, codec: Codec | None = None) -> ClusterModel:
     """Restore a model written by `dumps` (this or an older engine).
 
     Args:
         data: the snapshot bytes.
-        conf: the configuration mapping (the policy is created from it).
-        settings: the parsed model settings (parsed from `conf` when omitted).
+        settings: the model settings (the policy is created from `settings.placement`).
         codec: the `Codec` the snapshot may be framed by (a zlib stream loads either way).
 
     Raises:
         SnapshotError: the bytes are not a snapshot, or one written by a newer engine.
-        ValueError: the configuration is invalid (names the key).
     """
     try:
         text = decompress(bytes(data), codec)
@@ -172,7 +169,7 @@ def loads(data: bytes, conf: Mapping[str, Any], settings: ModelSettings | None =
     except (zlib.error, UnicodeDecodeError, json.JSONDecodeError, TypeError) as exc:
         raise SnapshotError(f"model snapshot: not a readable snapshot ({exc}); the state store is corrupt or "
                             "holds another kind of state") from exc
-    return from_document(document, conf, settings)
+    return from_document(document, settings)
 
 
 def migrate(document: dict[str, Any]) -> dict[str, Any]:
@@ -193,13 +190,10 @@ def migrate(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def from_document(document: dict[str, Any], conf: Mapping[str, Any],
-                  settings: ModelSettings | None = None) -> ClusterModel:
+def from_document(document: dict[str, Any], settings: ModelSettings) -> ClusterModel:
     """A model from a (possibly older) document; see `loads`."""
     document = migrate(document)
-    if settings is None:
-        settings = ModelSettings.from_conf(conf)
-    model = ClusterModel(document["cluster"], settings, conf)
+    model = ClusterModel(document["cluster"], settings)
     model.clock_ms = int(document["clock_ms"])
     model.version = int(document["version"])
     model.late_records = int(document["late_records"])

@@ -84,16 +84,15 @@ def settle(model: ClusterModel, until_ms: int, *, emit_health: bool = True) -> l
         produced.extend(after_expiry(model, emit_health=emit_health))
 
 
-def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], settings: ModelSettings,
-         conf: Mapping[str, Any], *, shard: int = 0, shards: int = 1, horizon_ms: int | None = None) -> StepResult:
+def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], settings: ModelSettings, *,
+         shard: int = 0, shards: int = 1, horizon_ms: int | None = None) -> StepResult:
     """Apply one micro-batch of one cluster (or one shard of it).
 
     Args:
         model: the cluster's model from the previous batch, or None for a new cluster.
         cluster: the cluster name ("" for records whose cluster could not be read).
         items: records and dead letters of this cluster, in arrival order.
-        settings: the model settings.
-        conf: the configuration mapping (a new model's policy is created from it).
+        settings: the model settings (a new model's policy is created from `settings.placement`).
         shard: this shard's number, 0 <= shard < shards.
         shards: shards per cluster.
         horizon_ms: settle the model up to this time after the records (see `settle`); None: no tick.
@@ -107,7 +106,7 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
     if shards < 1 or not 0 <= shard < shards:
         raise ValueError(f"shard: expected 0 <= shard < shards, got shard={shard} shards={shards}")
     if model is None and cluster:
-        model = ClusterModel(cluster, settings, conf)
+        model = ClusterModel(cluster, settings)
     if model is not None and model.cluster != cluster:
         raise ValueError(f"cluster: the model is of cluster {model.cluster!r}, the batch of {cluster!r}")
     emit_events = shard == 0

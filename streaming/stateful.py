@@ -109,9 +109,9 @@ def dump_model(model: Any) -> bytes:
     return dumps(model, STATE_CODEC)
 
 
-def load_model(blob: bytes, conf: Mapping[str, str], settings: ModelSettings | None = None) -> Any:
+def load_model(blob: bytes, settings: ModelSettings) -> Any:
     """A model the streaming job stored (or an earlier engine's zlib blob): `state.snapshot.loads`."""
-    return loads(blob, conf, settings, STATE_CODEC)
+    return loads(blob, settings, STATE_CODEC)
 
 
 class ModelCache:
@@ -233,7 +233,7 @@ def _internal_error_outputs(item: Any, cluster: str, exc: Exception, settings: M
 
 
 def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settings: ModelSettings,
-                 conf: Mapping[str, str], shard: int = 0, shards: int = 1, horizon_ms: int | None = None,
+                 shard: int = 0, shards: int = 1, horizon_ms: int | None = None,
                  step_fn: Callable[..., Any] = step, cache_key: tuple | None = None,
                  cache: ModelCache | None = None, origins: Mapping[int, Origin] | None = None) -> Stepped:
     """`state.step` over one group's records (or an idle tick), with the engine's one catch-all (STYLE R8).
@@ -258,9 +258,9 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     if state is not None:
         model = cache.take(cache_key, state) if cache_key is not None else None
         if model is None:
-            model = load_model(state, conf, settings)
+            model = load_model(state, settings)
     try:
-        result = step_fn(model, cluster, items, settings, conf, shard=shard, shards=shards, horizon_ms=horizon_ms)
+        result = step_fn(model, cluster, items, settings, shard=shard, shards=shards, horizon_ms=horizon_ms)
         if not cluster:
             return Stepped(None, list(result.outputs), None)
         stepped = _stepped(result.model, list(result.outputs))
@@ -277,9 +277,9 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     current, produced = state, []
     model = None
     for item in items:
-        model = load_model(current, conf, settings) if current is not None else None
+        model = load_model(current, settings) if current is not None else None
         try:
-            result = step_fn(model, cluster, [item], settings, conf, shard=shard, shards=shards)
+            result = step_fn(model, cluster, [item], settings, shard=shard, shards=shards)
         except Exception as exc:  # noqa: BLE001 - as above, for one record
             log.error("cluster %s: record %s failed (%s: %s); sent to the dead letters", cluster,
                       getattr(item, "request_id", None) or getattr(item, "type", "?"), type(exc).__name__, exc)
@@ -292,14 +292,14 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     if current is None or not cluster:
         return Stepped(current, produced, None)
     if horizon_ms is not None:
-        ticked = guarded_step(current, cluster, [], settings, conf, shard, shards, horizon_ms, step_fn)
+        ticked = guarded_step(current, cluster, [], settings, shard, shards, horizon_ms, step_fn)
         return Stepped(ticked.state, produced + ticked.outputs, ticked.next_due_ms)
-    model = model if model is not None else load_model(current, conf, settings)
+    model = model if model is not None else load_model(current, settings)
     return Stepped(current, produced, model.next_departure_due_ms())
 
 
 def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]], settings: ModelSettings,
-                conf: Mapping[str, str], shard: int = 0, shards: int = 1, horizon_ms: int | None = None,
+                shard: int = 0, shards: int = 1, horizon_ms: int | None = None,
                 step_fn: Callable[..., Any] = step, cache_key: tuple | None = None,
                 cache: ModelCache | None = None, origins: Mapping[int, Origin] | None = None) -> Iterator[Stepped]:
     """`guarded_step` over the consecutive slices of one group's batch (`time_slices`), one `Stepped`
@@ -312,19 +312,19 @@ def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]
     """
     if len(parts) <= 1 or not cluster:
         for part in parts:
-            yield guarded_step(state, cluster, part, settings, conf, shard, shards, horizon_ms, step_fn,
+            yield guarded_step(state, cluster, part, settings, shard, shards, horizon_ms, step_fn,
                                cache_key, cache, origins)
         return
     if cache_key is not None and cache is None:
         cache = MODEL_CACHE
     model = cache.take(cache_key, state) if cache_key is not None and state is not None else None
     if model is None and state is not None:
-        model = load_model(state, conf, settings)
+        model = load_model(state, settings)
     applied: list[Any] = []
     for number, part in enumerate(parts, 1):
         last = number == len(parts)
         try:
-            result = step_fn(model, cluster, part, settings, conf, shard=shard, shards=shards,
+            result = step_fn(model, cluster, part, settings, shard=shard, shards=shards,
                              horizon_ms=horizon_ms if last else None)
         except Exception:  # noqa: BLE001 - handed to the guard below, which logs and retries
             break
@@ -339,13 +339,13 @@ def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]
         yield stepped
         return
     if applied:
-        before = load_model(state, conf, settings) if state is not None else None
-        rebuilt = step_fn(before, cluster, applied, settings, conf, shard=shard, shards=shards).model
+        before = load_model(state, settings) if state is not None else None
+        rebuilt = step_fn(before, cluster, applied, settings, shard=shard, shards=shards).model
         state = dump_model(rebuilt)
     failed = number
     for number, part in enumerate(parts[failed - 1:], failed):
         last = number == len(parts)
-        stepped = guarded_step(state, cluster, part, settings, conf, shard, shards, horizon_ms if last else None,
+        stepped = guarded_step(state, cluster, part, settings, shard, shards, horizon_ms if last else None,
                                step_fn, origins=origins)
         state = stepped.state
         yield stepped if last else Stepped(None, stepped.outputs, None)
@@ -390,7 +390,7 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
         items, horizon_ms, origins = parse_group(cluster, list(frames))
         state = stored[0] if stored is not None else None
         parts = time_slices(items, SLICE_RECORDS) if cluster else [items]
-        for stepped in step_slices(state, cluster, parts, settings, conf, shard, shards, horizon_ms,
+        for stepped in step_slices(state, cluster, parts, settings, shard, shards, horizon_ms,
                                    cache_key=(conf_key, cluster, shard, shards), origins=origins):
             if stepped.state is not None:
                 _store(group_state, stepped)
@@ -442,7 +442,7 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
         if horizon < due:
             group_state.setTimeoutDuration(tick_ms)
             return []
-        stepped = guarded_step(blob, cluster, [], settings, conf, shard, shards, horizon,
+        stepped = guarded_step(blob, cluster, [], settings, shard, shards, horizon,
                                cache_key=(conf_key, cluster, shard, shards))
         _store(group_state, stepped)
         return stepped.outputs

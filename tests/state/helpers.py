@@ -105,7 +105,7 @@ class Runner:
         self.outputs = []
 
     def run(self, *items):
-        result = step(self.model, self.cluster, list(items), self.settings, self.conf, shard=self.shard,
+        result = step(self.model, self.cluster, list(items), self.settings, shard=self.shard,
                       shards=self.shards)
         self.model = result.model
         if self.model is not None:

@@ -21,7 +21,7 @@ SETUP = [writable(0, "a:3181", "/a"), writable(0, "b:3181", "/b"), writable(0, "
 
 
 def restored(runner):
-    runner.model = loads(dumps(runner.model), runner.conf)
+    runner.model = loads(dumps(runner.model), runner.settings)
     runner.model.check_invariants()
 
 
@@ -50,7 +50,7 @@ def test_a_v1_snapshot_loads_with_an_empty_audit_and_re_raises_nothing():
     document = to_document(runner.model)
     document["v"] = 1
     del document["audit"], document["health"]
-    model = from_document(document, runner.conf)
+    model = from_document(document, runner.settings)
     model.check_invariants()
     assert len(model.audit) == 0
     assert model.health.flapping == {"a:3181"}, "flapping already reported by the v1 engine"
@@ -71,7 +71,7 @@ def test_a_v3_snapshot_loads_its_full_width_registry_and_keeps_its_open_alerts()
     document = to_document(runner.model)
     older = dict(document, v=3, audit={**format_1(document["audit"]), "cursor": document["audit"]["cursor"]})
     assert older["audit"]["ledger_ids"].startswith("q:")
-    model = from_document(older, runner.conf)
+    model = from_document(older, runner.settings)
     model.check_invariants()
     assert to_document(model) == document
     assert model.audit.open_alerts() == opened
@@ -91,7 +91,7 @@ def test_a_snapshot_restored_under_a_lower_max_ledgers_keeps_the_bound(bound):
     assert opened.keys() == {"ledger/1", "ledger/2"}
     runner.conf = {**CONF, "engine.audit.maxLedgers": str(bound)}
     runner.settings = ModelSettings.from_conf(runner.conf)
-    runner.model = loads(dumps(runner.model), runner.conf)
+    runner.model = loads(dumps(runner.model), runner.settings)
     produced = runner.run(writable(3_000, "e:3181", "/e"))
     kept = {"ledger/2"} if bound else set()
     assert set(runner.model.audit.entries.keys()) == kept
@@ -112,6 +112,6 @@ def test_a_snapshot_of_the_stale_read_only_quirk_restored_without_it_reports_the
     runner.run(writable(0, "a:3181", "/a"), readonly(0, "b:3181"), writable(0, "b:3181", "/b"))
     assert runner.model.policy.readonly == {"b:3181"}
     plain = {key: value for key, value in quirk.items() if not key.startswith("placement.compat")}
-    model = loads(dumps(runner.model), plain)
+    model = loads(dumps(runner.model), ModelSettings.from_conf(plain))
     assert model.policy.readonly == set() and model.policy.secondary.readonly == set()
     model.check_invariants()

@@ -87,7 +87,7 @@ def test_dead_letters_of_unreadable_clusters_need_no_model():
     from state import ModelSettings, step
 
     settings = ModelSettings.from_conf({})
-    result = step(None, "", [raw("{nope")], settings, {})
+    result = step(None, "", [raw("{nope")], settings)
     assert result.model is None
     assert [o.kind for o in result.outputs] == ["dead_letter"]
     assert result.outputs[0].cluster == ""

@@ -32,7 +32,7 @@ def _steps_one_by_one(conf, records):
     settings_ = ModelSettings.from_conf(conf)
     model, texts = None, []
     for record in records:
-        result = step(model, CLUSTER, [record], settings_, conf)
+        result = step(model, CLUSTER, [record], settings_)
         model = result.model
         texts.extend(o.to_json() for o in result.outputs)
     return texts
@@ -46,7 +46,7 @@ def test_each_decision_owns_a_json_ready_explanation(case):
     is a plain JSON value of its exact type (what the policies hand over is what is written)."""
     name, records = case
     conf = CONFS[name]
-    result = step(None, CLUSTER, records, ModelSettings.from_conf(conf), conf)
+    result = step(None, CLUSTER, records, ModelSettings.from_conf(conf))
     owners: dict[int, tuple[int, str]] = {}
     for number, output in enumerate(result.outputs):
         found: list[tuple[int, str]] = []
@@ -64,5 +64,5 @@ def test_later_records_change_no_written_explanation(case):
     policy changes an explanation it handed out while it goes on placing and changing topology."""
     name, records = case
     conf = CONFS[name]
-    whole = step(None, CLUSTER, records, ModelSettings.from_conf(conf), conf)
+    whole = step(None, CLUSTER, records, ModelSettings.from_conf(conf))
     assert [o.to_json() for o in whole.outputs] == _steps_one_by_one(conf, records)

@@ -202,7 +202,7 @@ def test_a_grouped_bookies_rack_change_hands_the_policy_that_bookie_alone():
             mock.patch.object(LocationResolver, "update_rack_info", side_effect=AssertionError("whole rack info")), \
             mock.patch.object(LocationResolver, "group_members", wraps=policy.resolver.group_members) as members:
         produced = step(runner.model, runner.cluster, [location(2, "g007:3181", "/r9"), create(3, "after", 3, 2, 2)],
-                        runner.settings, runner.conf).outputs
+                        runner.settings).outputs
     runner.model.check_invariants()
     assert notified == ["g007:3181", "g007:3181"], "at the event (mapping), then at the request (rack info)"
     assert members.call_count == 0, "the group analysis was rebuilt for a rack change"

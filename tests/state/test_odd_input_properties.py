@@ -127,14 +127,14 @@ def feed(conf, batches, *, snapshot):
     settings = ModelSettings.from_conf(conf)
     model, produced = None, []
     for batch in batches:
-        result = step(model, CLUSTER, batch, settings, conf)
+        result = step(model, CLUSTER, batch, settings)
         model = result.model
         model.check_invariants()
         for output in result.outputs:
             produced.append((output.kind, output.id, output.to_json()))
             json.loads(output.to_json())
         if snapshot:
-            model = loads(dumps(model), conf)
+            model = loads(dumps(model), settings)
             model.check_invariants()
     return produced
 
@@ -166,9 +166,10 @@ def test_a_restart_under_another_configuration_keeps_the_invariants(before, afte
     (it found a registry restored above a lowered `engine.audit.maxLedgers`)."""
     model = None
     for conf, batch in ((ODD_CONFS[before], records[:cut]), (ODD_CONFS[after], records[cut:])):
+        settings = ModelSettings.from_conf(conf)
         if model is not None:
-            model = loads(dumps(model), conf)
-        result = step(model, CLUSTER, batch, ModelSettings.from_conf(conf), conf)
+            model = loads(dumps(model), settings)
+        result = step(model, CLUSTER, batch, settings)
         model = result.model
         model.check_invariants()
         for output in result.outputs:

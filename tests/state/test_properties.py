@@ -26,12 +26,12 @@ def run(conf, batches, *, snapshot=False, shard=0, shards=1):
     model = None
     produced = []
     for batch in batches:
-        result = step(model, CLUSTER, batch, settings, conf, shard=shard, shards=shards)
+        result = step(model, CLUSTER, batch, settings, shard=shard, shards=shards)
         model = result.model
         model.check_invariants()
         produced.extend((o.kind, o.id, o.to_json()) for o in result.outputs)
         if snapshot:
-            model = loads(dumps(model), conf)
+            model = loads(dumps(model), settings)
             model.check_invariants()
     return model, produced
 
@@ -71,7 +71,7 @@ def test_snapshot_document_round_trips(case):
     name, records = case
     conf = CONFS[name]
     model, _ = run(conf, [records])
-    again = loads(dumps(model), conf)
+    again = loads(dumps(model), ModelSettings.from_conf(conf))
     assert to_document(again) == to_document(model)
 
 

@@ -120,7 +120,7 @@ def test_a_snapshot_keeps_the_relaxation_waiting():
     runner = isolated_cluster()
     outage_then_placement(runner)
     rules = runner.model.audit.entries["ledger/2"].rules
-    runner.model = loads(dumps(runner.model), runner.conf)
+    runner.model = loads(dumps(runner.model), runner.settings)
     runner.model.check_invariants()
     assert runner.model.audit.entries["ledger/2"].rules == rules != ()
     assert "ledger/2" in runner.model.audit.waiting
@@ -183,7 +183,7 @@ def test_a_snapshot_written_before_the_rules_field_still_loads_and_fires():
     relaxed, rules = row[0], row[5]
     row[:] = [relaxed + ["rule " + json.dumps(rule, sort_keys=True, separators=(",", ":")) for rule in rules],
               *row[1:5]]
-    runner.model = from_document(json.loads(json.dumps(document)), runner.conf)
+    runner.model = from_document(json.loads(json.dumps(document)), runner.settings)
     runner.model.check_invariants()
     entry = runner.model.audit.entries["ledger/2"]
     assert [dict(rule) for rule in entry.rules] == rules and list(entry.relaxed) == relaxed

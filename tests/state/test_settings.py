@@ -1,5 +1,6 @@
 """ModelSettings: the engine's model keys, defaults, and errors that name the key."""
 
+import dataclasses
 import pickle
 
 import pytest
@@ -27,12 +28,15 @@ def test_flap_window_defaults_to_the_stabilize_period_when_set():
     assert ModelSettings.from_conf(conf).flap_window_s == 7
 
 
-def test_the_whole_conf_is_kept_as_a_private_copy():
+def test_settings_are_parsed_once_and_keep_no_raw_mapping():
+    """The configuration is read once: changing the mapping afterwards changes no setting, and the
+    settings carry no raw mapping for later code to read keys from."""
     conf = {"ensemblePlacementPolicy": "default", "engine.seed": 3}
     settings = ModelSettings.from_conf(conf)
     conf["engine.seed"] = 4
-    assert settings.conf == {"ensemblePlacementPolicy": "default", "engine.seed": 3}
-    assert settings.placement.policy == "default"
+    conf["ensemblePlacementPolicy"] = "rackaware"
+    assert (settings.seed, settings.placement.policy) == (3, "default")
+    assert "conf" not in {f.name for f in dataclasses.fields(ModelSettings)}
 
 
 def test_settings_pickle_for_spark_closures():

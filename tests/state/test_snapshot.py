@@ -12,6 +12,7 @@ from tests.state.helpers import Runner, create, disk, lost, raw, writable
 
 CONF = {"ensemblePlacementPolicy": "rackaware", "networkTopologyStabilizePeriodSeconds": "30",
         "diskWeightBasedPlacementEnabled": "true", "engine.bookieHistoryTtlSeconds": "600"}
+SETTINGS = ModelSettings.from_conf(CONF)
 
 
 def small_cluster():
@@ -52,7 +53,7 @@ def test_the_snapshot_is_versioned_compressed_json():
 
 def test_a_restored_model_answers_like_the_original():
     runner = small_cluster()
-    restored = loads(dumps(runner.model), CONF)
+    restored = loads(dumps(runner.model), SETTINGS)
     restored.check_invariants()
     assert to_document(restored) == to_document(runner.model)
     assert restored.pending_leaves() == runner.model.pending_leaves()
@@ -70,20 +71,20 @@ def test_an_older_snapshot_is_migrated(monkeypatch):
 
     monkeypatch.setitem(snapshot_module.MIGRATIONS, 0, v0_to_v1)
     blob = zlib.compress(json.dumps(old).encode())
-    restored = loads(blob, CONF)
+    restored = loads(blob, SETTINGS)
     assert to_document(restored) == document
 
 
 def test_an_older_snapshot_without_a_migration_is_refused():
     document = dict(to_document(small_cluster().model), v=0)
     with pytest.raises(SnapshotError, match="no migration from format v0"):
-        loads(zlib.compress(json.dumps(document).encode()), CONF)
+        loads(zlib.compress(json.dumps(document).encode()), SETTINGS)
 
 
 def test_a_newer_snapshot_is_refused_with_advice():
     document = dict(to_document(small_cluster().model), v=VERSION + 1)
     with pytest.raises(SnapshotError, match="newer engine"):
-        loads(zlib.compress(json.dumps(document).encode()), CONF)
+        loads(zlib.compress(json.dumps(document).encode()), SETTINGS)
 
 
 def test_a_restored_isolated_model_keeps_its_groups():
@@ -94,7 +95,7 @@ def test_a_restored_isolated_model_keeps_its_groups():
     runner.run(*[writable(0, f"b{i}:3181", f"/r{i % 3}", group="g1" if i < 4 else "g2") for i in range(8)],
                create(5, "first", 3, 3, 2))      # hands the rack info to the policy
     assert not runner.model.rack_info_stale
-    restored = loads(dumps(runner.model), conf)
+    restored = loads(dumps(runner.model), ModelSettings.from_conf(conf))
     restored.check_invariants()
     again = Runner(conf)
     again.model = restored
@@ -113,7 +114,7 @@ def test_names_orjson_refuses_still_round_trip():
     runner = Runner(CONF)
     runner.run(*[writable(0, name, f"/r{i % 3}") for i, name in enumerate(
         ["b0:3181", "b\u00e9:3181", "b\ud800:3181", "b3:3181"])])
-    restored = loads(dumps(runner.model), CONF)
+    restored = loads(dumps(runner.model), SETTINGS)
     restored.check_invariants()
     assert to_document(restored) == to_document(runner.model)
     assert "b\ud800:3181" in restored.writable
@@ -123,30 +124,30 @@ def test_a_snapshot_framed_by_a_codec_loads_with_it_and_a_zlib_one_loads_too():
     runner = small_cluster()
     blob = dumps(runner.model, Level9())
     assert blob.startswith(Level9.magic) and json.loads(json_of(blob, Level9()))["v"] == VERSION
-    assert to_document(loads(blob, CONF, codec=Level9())) == to_document(runner.model)
-    assert to_document(loads(dumps(runner.model), CONF, codec=Level9())) == to_document(runner.model)
+    assert to_document(loads(blob, SETTINGS, codec=Level9())) == to_document(runner.model)
+    assert to_document(loads(dumps(runner.model), SETTINGS, codec=Level9())) == to_document(runner.model)
 
 
 def test_a_framed_snapshot_without_its_codec_or_corrupt_is_refused_with_the_reason():
     blob = dumps(small_cluster().model, Level9())
     with pytest.raises(SnapshotError, match="which this loader was not given"):
-        loads(blob, CONF)
+        loads(blob, SETTINGS)
     with pytest.raises(SnapshotError, match="not a readable"):
-        loads(blob[:12] + b"\x00" * (len(blob) - 12), CONF, codec=Level9())
+        loads(blob[:12] + b"\x00" * (len(blob) - 12), SETTINGS, codec=Level9())
 
 
 def test_garbage_is_refused():
     for blob in (zlib.compress(b"{not json"), zlib.compress(b"[1, 2")):
         with pytest.raises(SnapshotError, match="not a readable snapshot"):
-            loads(blob, CONF)
+            loads(blob, SETTINGS)
     with pytest.raises(SnapshotError, match="not a readable snapshot"):
-        loads(b"not zlib", CONF)
+        loads(b"not zlib", SETTINGS)
 
 
 def test_a_changed_policy_rebuilds_from_membership():
     runner = small_cluster()
     other = {**CONF, "ensemblePlacementPolicy": "default"}
-    restored = loads(dumps(runner.model), other)
+    restored = loads(dumps(runner.model), ModelSettings.from_conf(other))
     restored.check_invariants()
     assert restored.policy_name == "default"
     assert set(restored.policy.known) == runner.model.writable
@@ -164,7 +165,7 @@ def test_a_restore_under_a_shorter_stabilization_period_ends_the_overdue_delays_
     assert set(runner.model.pending_leaves()) == {"b5:3181"}
     runner.conf = {**CONF, "networkTopologyStabilizePeriodSeconds": "5"}
     runner.settings = ModelSettings.from_conf(runner.conf)
-    runner.model = loads(dumps(runner.model), runner.conf)
+    runner.model = loads(dumps(runner.model), runner.settings)
     produced = runner.run(raw('{"type": "bookie_lost", "cluster": "c1"}'))  # checks the invariants
     assert runner.model.pending == {}
     assert [(a["subject"], a["time"]) for a in runner.alerts("placement.bookie.departure_pending.resolved",

@@ -137,10 +137,10 @@ def test_delays_ending_one_by_one_walk_the_pending_leaves_linearly_in_all():
     count = 200
     names = [f"bk{i:03d}:3181" for i in range(count + 10)]
     settings = ModelSettings.from_conf(STABILIZED)
-    model = step(None, "c1", [writable(0, b, f"/r{i % 4}") for i, b in enumerate(names)], settings, STABILIZED).model
+    model = step(None, "c1", [writable(0, b, f"/r{i % 4}") for i, b in enumerate(names)], settings).model
     model.pending = counting = WalkCountingDict()     # empty, as it was: no change to log
-    departed = step(model, "c1", [lost(1_000 + i, b) for i, b in enumerate(names[:count])], settings, STABILIZED)
-    ended = step(model, "c1", [], settings, STABILIZED, horizon_ms=T0 + 1_000_000)
+    departed = step(model, "c1", [lost(1_000 + i, b) for i, b in enumerate(names[:count])], settings)
+    ended = step(model, "c1", [], settings, horizon_ms=T0 + 1_000_000)
     assert model.pending is counting and not counting
     alerts = [o.payload for o in departed.outputs + ended.outputs if o.kind == "alert"]
     assert len([a for a in alerts if a["type"] == ALERT_DEPARTURE_PENDING]) == count

@@ -22,7 +22,7 @@ STABILIZED = {"ensemblePlacementPolicy": "rackaware", "networkTopologyStabilizeP
 
 def tick(runner, t):
     """An idle-cluster tick at T0 + t; returns its outputs."""
-    result = step(runner.model, runner.cluster, [], runner.settings, runner.conf, shard=runner.shard,
+    result = step(runner.model, runner.cluster, [], runner.settings, shard=runner.shard,
                   shards=runner.shards, horizon_ms=T0 + t)
     runner.model = result.model
     runner.model.check_invariants()
@@ -81,12 +81,12 @@ def run_with_ticks(conf, batches, horizons, end_ms, *, shard=0, shards=1):
         for items, at in ((batch, None), ([], horizon)):
             if model is None and not items:
                 continue
-            result = step(model, CLUSTER, items, settings, conf, shard=shard, shards=shards, horizon_ms=at)
+            result = step(model, CLUSTER, items, settings, shard=shard, shards=shards, horizon_ms=at)
             model = result.model
             model.check_invariants()
             produced.extend((o.kind, o.id, o.to_json()) for o in result.outputs)
     if model is not None:
-        result = step(model, CLUSTER, [], settings, conf, shard=shard, shards=shards, horizon_ms=end_ms)
+        result = step(model, CLUSTER, [], settings, shard=shard, shards=shards, horizon_ms=end_ms)
         produced.extend((o.kind, o.id, o.to_json()) for o in result.outputs)
     return produced
 

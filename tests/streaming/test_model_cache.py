@@ -132,18 +132,18 @@ def test_a_step_that_raises_leaves_no_half_applied_model_behind(cache):
     settings = ModelSettings.from_conf(CONF)
     items = [parse_record(line, Origin.from_kafka("requests", 0, i)) for i, line in enumerate(_day())]
     key = ("test", "c1", 0, 1)
-    state, _, _ = guarded_step(None, "c1", items[:12], settings, CONF, cache_key=key)
+    state, _, _ = guarded_step(None, "c1", items[:12], settings, cache_key=key)
 
-    def half_then_boom(model, cluster, batch, settings, conf, **kwargs):
-        step(model, cluster, batch[:len(batch) // 2], settings, conf, **kwargs)  # mutates the model
+    def half_then_boom(model, cluster, batch, settings, **kwargs):
+        step(model, cluster, batch[:len(batch) // 2], settings, **kwargs)  # mutates the model
         raise KeyError("boom")
 
     rest = items[12:30]
-    failed = guarded_step(state, "c1", rest, settings, CONF, step_fn=half_then_boom, cache_key=key)
+    failed = guarded_step(state, "c1", rest, settings, step_fn=half_then_boom, cache_key=key)
     assert len(failed.outputs) >= len(rest)  # every record came back as a dead letter (and a failed decision)
     # The model the failing step mutated is gone: the next batch starts from the stored state.
-    after = guarded_step(state, "c1", rest, settings, CONF, cache_key=key)
+    after = guarded_step(state, "c1", rest, settings, cache_key=key)
     cache.clear()
-    plain = guarded_step(state, "c1", rest, settings, CONF)
+    plain = guarded_step(state, "c1", rest, settings)
     assert [o.to_json() for o in after.outputs] == [o.to_json() for o in plain.outputs]
     assert after.state == plain.state

@@ -22,21 +22,21 @@ def _records():
 
 def test_without_a_bug_the_guard_is_the_plain_step():
     items = _records()
-    state, produced, _ = guarded_step(None, "c1", items, SETTINGS, CONF)
-    direct = step(None, "c1", items, SETTINGS, CONF)
+    state, produced, _ = guarded_step(None, "c1", items, SETTINGS)
+    direct = step(None, "c1", items, SETTINGS)
     assert [o.to_json() for o in produced] == [o.to_json() for o in direct.outputs]
-    assert loads(state, CONF, codec=STATE_CODEC).writable == direct.model.writable
+    assert loads(state, SETTINGS, codec=STATE_CODEC).writable == direct.model.writable
 
 
 def test_a_record_the_engine_fails_on_becomes_a_dead_letter_and_a_failed_decision():
     items = _records()
 
-    def buggy_step(model, cluster, batch, settings, conf, **kwargs):
+    def buggy_step(model, cluster, batch, settings, **kwargs):
         if any(getattr(item, "request_id", None) == "r1" for item in batch):
             raise KeyError("boom")
-        return step(model, cluster, batch, settings, conf, **kwargs)
+        return step(model, cluster, batch, settings, **kwargs)
 
-    state, produced, _ = guarded_step(None, "c1", items, SETTINGS, CONF, step_fn=buggy_step)
+    state, produced, _ = guarded_step(None, "c1", items, SETTINGS, step_fn=buggy_step)
     decisions = {o.payload["request_id"]: o.payload for o in produced if o.kind == "decision"}
     assert decisions["r0"]["status"] == "ok" and decisions["r2"]["status"] == "ok"
     assert decisions["r1"]["status"] == "failed" and decisions["r1"]["error"]["code"] == "INTERNAL_ERROR"
@@ -44,17 +44,17 @@ def test_a_record_the_engine_fails_on_becomes_a_dead_letter_and_a_failed_decisio
     assert [(d["code"], d["request_id"]) for d in letters] == [("INTERNAL_ERROR", "r1")]
     assert json.loads(letters[0]["raw"])["request_id"] == "r1"
     # The records around the failing one were applied: the state holds the six bookies.
-    assert len(loads(state, CONF, codec=STATE_CODEC).writable) == 6
+    assert len(loads(state, SETTINGS, codec=STATE_CODEC).writable) == 6
 
 
 def test_models_are_stored_with_zstd_and_a_zlib_model_of_an_earlier_engine_resumes():
     items = _records()
-    state, _, _ = guarded_step(None, "c1", items[:7], SETTINGS, CONF)
+    state, _, _ = guarded_step(None, "c1", items[:7], SETTINGS)
     assert state.startswith(STATE_CODEC.magic)
-    earlier = dumps(loads(state, CONF, codec=STATE_CODEC))          # a zlib stream, as engines before wrote
+    earlier = dumps(loads(state, SETTINGS, codec=STATE_CODEC))          # a zlib stream, as engines before wrote
     assert not earlier.startswith(STATE_CODEC.magic)
-    resumed, produced, _ = guarded_step(earlier, "c1", items[7:], SETTINGS, CONF)
-    straight, expected, _ = guarded_step(state, "c1", items[7:], SETTINGS, CONF)
+    resumed, produced, _ = guarded_step(earlier, "c1", items[7:], SETTINGS)
+    straight, expected, _ = guarded_step(state, "c1", items[7:], SETTINGS)
     assert [o.to_json() for o in produced] == [o.to_json() for o in expected]
     assert resumed == straight
 
@@ -76,7 +76,7 @@ def test_without_zstd_in_pyarrow_the_state_function_stores_zlib_and_answers_alik
     with_zlib, zlib_blob = run_day()
     assert zstd_blob.startswith(STATE_CODEC.magic) and not zlib_blob.startswith(STATE_CODEC.magic)
     assert with_zlib == with_zstd
-    assert loads(zlib_blob, CONF).writable == loads(zstd_blob, CONF, codec=STATE_CODEC).writable
+    assert loads(zlib_blob, SETTINGS).writable == loads(zstd_blob, SETTINGS, codec=STATE_CODEC).writable
 
 
 def test_records_naming_their_type_twice_are_answered_once_in_the_shards_spark_routes_them_to(monkeypatch):

@@ -73,11 +73,11 @@ def test_the_model_is_stored_once_after_the_last_slice(monkeypatch):
     settings = ModelSettings.from_conf(CONF)
     items = _parsed(_day())
     parts = time_slices(items, 9)
-    stepped = list(step_slices(None, "c1", parts, settings, CONF))
+    stepped = list(step_slices(None, "c1", parts, settings))
     assert len(stepped) == len(parts) > 3
     assert [s.state is None for s in stepped] == [True] * (len(parts) - 1) + [False]
     assert len(dumped) == 1
-    whole = guarded_step(None, "c1", items, settings, CONF)
+    whole = guarded_step(None, "c1", items, settings)
     assert [o.to_json() for s in stepped for o in s.outputs] == [o.to_json() for o in whole.outputs]
     assert stepped[-1].state == whole.state
 
@@ -89,17 +89,17 @@ def test_a_slice_that_fails_is_retried_record_by_record_from_the_state_it_starte
     in_order = [item for part in parts for item in part]
     bad = next(item.request_id for item in parts[2] if getattr(item, "request_id", None))
 
-    def buggy_step(model, cluster, batch, settings, conf, **kwargs):
+    def buggy_step(model, cluster, batch, settings, **kwargs):
         if any(getattr(item, "request_id", None) == bad for item in batch):
             raise KeyError("boom")
-        return step(model, cluster, batch, settings, conf, **kwargs)
+        return step(model, cluster, batch, settings, **kwargs)
 
-    stepped = list(step_slices(None, "c1", parts, settings, CONF, step_fn=buggy_step))
+    stepped = list(step_slices(None, "c1", parts, settings, step_fn=buggy_step))
     # The guard over the whole batch, in the slices' order, retries every record alone: the same outputs.
-    whole = guarded_step(None, "c1", in_order, settings, CONF, step_fn=buggy_step)
+    whole = guarded_step(None, "c1", in_order, settings, step_fn=buggy_step)
     assert [o.to_json() for s in stepped for o in s.outputs] == [o.to_json() for o in whole.outputs]
     assert [s.state is None for s in stepped] == [True] * (len(parts) - 1) + [False]
-    assert to_document(loads(stepped[-1].state, CONF, codec=STATE_CODEC)) == \
-        to_document(loads(whole.state, CONF, codec=STATE_CODEC))
+    assert to_document(loads(stepped[-1].state, settings, codec=STATE_CODEC)) == \
+        to_document(loads(whole.state, settings, codec=STATE_CODEC))
     failed = [o.payload for s in stepped for o in s.outputs if o.kind == "decision" and o.payload["status"] == "failed"]
     assert [(d["request_id"], d["error"]["code"]) for d in failed] == [(bad, "INTERNAL_ERROR")]
