@@ -30,35 +30,29 @@ cannot satisfy a `new_ensemble` / `replace_bookie`. `PendingDepartures` below ke
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from .api import Adherence, HealthInfo, PlacementResult
 from .base import Clock, TopologyAwarePolicy, distinct_per_write_set, write_set_moves
-from .read_order import add_missing_indices
 from .errors import InvalidLocationError, NotEnoughBookiesError
-from .provenance import (POSITIONS, RULE_ZONES, failed, fixed, no_fix, position as position_name, retried,
-                         unavailable)
-from .location import (DEFAULT_UPGRADEDOMAIN, DEFAULT_ZONE, DEFAULT_ZONE_AND_UPGRADEDOMAIN, components,
-                       is_under, normalize)
+from .location import DEFAULT_ZONE_AND_UPGRADEDOMAIN
+from .provenance import RULE_ZONES, failed, fixed, no_fix, retried, unavailable
 from .rack_weights import RackWeights
+from .read_order import add_missing_indices
 from .resolver import LocationResolver
-from .selection import WeightedSelector, pick_uniform, pick_uniform_view, pick_weighted
+from .selection import WeightedSelector, pick_uniform, pick_weighted
 from .settings import PlacementSettings
-from .topology import LeafView, NetworkTopology
+from .topology import LeafView
+from .zone_fill import Fill, fill_position
+from .zone_index import UNRESOLVED, ZoneIndex, ZoneUD, parse_zone_location
 
-ZoneUD = tuple[str, str]
-# `scope` names of the provenance steps of a strict fill (issue 5): which zone rule the slot kept.
-_SCOPE_DESIRED = "desired zones"
-_SCOPE_FEWER = "fewer zones than desired"
-_SCOPE_MINIMUM = "minimum zones"
-_SHARED_UD = ", shared upgrade domain"
 # Weighted picks enumerate views up to this many bookies (faster than `RackWeights` there; same distribution).
 _ENUMERATE_BELOW = 64
-# Cuts an index keeps (zone-level and upgrade-domain-level; about 0.6 KB each), and separately first-attempt
-# keys pointing at them: more than one 6000-bookie, 100-upgrade-domain cluster's new_ensemble(3, 3, 2) walks
-# through (about 3,500 cuts and 6,800 keys: a key tells the slots around a position apart).
+# Cuts the policy's indexes keep (zone-level and upgrade-domain-level; about 0.6 KB each), and separately
+# first-attempt keys pointing at them: more than one 6000-bookie, 100-upgrade-domain cluster's
+# new_ensemble(3, 3, 2) walks through (about 3,500 cuts and 6,800 keys: a key tells the slots around a
+# position apart).
 _CUT_CACHE_LIMIT = 4096
 _FIRST_CUT_LIMIT = 8192
 # Weighted selectors an index keeps for enumerated views (at most `_ENUMERATE_BELOW` bookies each).
@@ -66,221 +60,6 @@ _SELECTOR_CACHE_LIMIT = 1024
 # From this write quorum up, adherence slides per-zone counts along the write sets (O(E)) instead of
 # building each write set (O(E x W), faster for the small quorums of everyday ledgers).
 _SLIDING_ADHERENCE_FROM = 8
-UNRESOLVED: ZoneUD = (DEFAULT_ZONE, DEFAULT_UPGRADEDOMAIN)
-
-
-def parse_zone_location(location: str | None) -> ZoneUD:
-    """(zone, upgrade domain) of a network location (spec §3.1), both with their leading `/`.
-
-    The default fault domain, a location that is not exactly two components, or one that is not a
-    valid path at all are *unresolved*: `("/default-zone", "/default-upgradedomain")`.
-    """
-    if location is None or location == DEFAULT_ZONE_AND_UPGRADEDOMAIN:
-        return UNRESOLVED
-    try:
-        parts = components(normalize(location))
-    except InvalidLocationError:
-        return UNRESOLVED
-    if len(parts) != 2:
-        return UNRESOLVED
-    return ("/" + parts[0], "/" + parts[1])
-
-
-# -- the rack index -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Rack:
-    """One `/zone/ud` location holding bookies: a contiguous range `[start, end)` of the flat list."""
-
-    location: str
-    top: str              # "/" + first component: what a zone scope "~/zone" cuts from the tree
-    zone: str             # parsed zone (§3.1), UNRESOLVED for malformed or default locations
-    upgrade_domain: str
-    start: int
-    end: int
-    in_default: bool      # under the default fault domain (excluded in strict mode)
-
-
-class _ZoneIndex:
-    """Bookies grouped by location, flattened once so that a union of racks is a cheap `LeafView`.
-
-    Placement describes a slot's candidates by the racks it must *avoid* (a few zones and upgrade
-    domains around the slot); `gaps(cut)` turns that into ranges of the flat list, so the cost
-    grows with the avoided racks, not with the cluster.
-    """
-
-    __slots__ = ("flat", "racks", "rack_of", "sizes", "default_bookies", "default_racks", "default_size",
-                 "top_racks", "zone_ud_racks", "pairs", "_zone_cuts", "_cached", "first_cuts", "selectors")
-
-    def __init__(self, members: Mapping[str, Sequence[str]]) -> None:
-        flat: list[str] = []
-        racks: list[_Rack] = []
-        rack_of: dict[str, int] = {}
-        default_bookies: list[str] = []
-        top_racks: dict[str, list[int]] = {}
-        zone_ud_racks: dict[ZoneUD, list[int]] = {}
-        for location in sorted(members):
-            bookies = sorted(members[location])
-            if not bookies:
-                continue
-            parts = components(location)
-            zone, upgrade_domain = parse_zone_location(location)
-            in_default = is_under(location, DEFAULT_ZONE_AND_UPGRADEDOMAIN)
-            top = "/" + parts[0] if parts else ""
-            number = len(racks)
-            start = len(flat)
-            flat.extend(bookies)
-            for bookie in bookies:
-                rack_of[bookie] = number
-            racks.append(_Rack(location, top, zone, upgrade_domain, start, len(flat), in_default))
-            top_racks.setdefault(top, []).append(number)
-            zone_ud_racks.setdefault((zone, upgrade_domain), []).append(number)
-            if in_default:
-                default_bookies.extend(bookies)
-        self.flat = flat
-        self.racks = racks
-        self.rack_of = rack_of
-        self.default_bookies = tuple(sorted(default_bookies))
-        # Strict mode never chooses bookies of the default fault domain (spec §3.3).
-        self.default_racks = frozenset(r for r, rack in enumerate(racks) if rack.in_default)
-        self.sizes = [rack.end - rack.start for rack in racks]
-        self.default_size = sum(self.sizes[r] for r in self.default_racks)
-        self.top_racks = {top: tuple(numbers) for top, numbers in top_racks.items()}
-        self.zone_ud_racks = {key: tuple(numbers) for key, numbers in zone_ud_racks.items()}
-        self.pairs: list[ZoneUD] = [(rack.zone, rack.upgrade_domain) for rack in racks]
-        # Cuts of `zone_cut`/`ud_cut`, kept for the life of the index (a membership change builds a new
-        # index): zones avoided -> _Cut, whose `after` maps upgrade domains avoided -> _Cut.
-        self._zone_cuts: dict[frozenset[str], _Cut] = {}
-        self._cached = 0
-        # (ensemble size, write quorum, desired zones, (zone, UD)s of the slots around a position in
-        # `_rings` order) -> the cut of `_fill`'s first attempt (see `first_cut`).
-        self.first_cuts: dict[tuple, _Cut] = {}
-        # Disk-weighted selectors over enumerated candidates: (weights they were built with, candidates ->
-        # selector); see `ZoneawarePolicy._pick`.
-        self.selectors: tuple[Mapping[str, int] | None, dict[tuple[str, ...], WeightedSelector]] = (None, {})
-
-    def gaps(self, cut: Iterable[int]) -> list[tuple[int, int]]:
-        """Ranges of the flat list outside the racks `cut` (racks are contiguous and in order)."""
-        ranges: list[tuple[int, int]] = []
-        position = 0
-        racks = self.racks
-        for r in sorted(cut):
-            start = racks[r].start
-            if start > position:
-                ranges.append((position, start))
-            position = racks[r].end
-        if position < len(self.flat):
-            ranges.append((position, len(self.flat)))
-        return ranges
-
-    def zone_cut(self, zones: frozenset[str]) -> _Cut:
-        """The default fault domain and every rack of `zones` (spec §3.4 `candidates`, first cut); cached."""
-        cut = self._zone_cuts.get(zones)
-        if cut is None:
-            racks = set(self.default_racks)
-            size = self.default_size
-            sizes = self.sizes
-            top_racks = self.top_racks
-            for zone in zones:
-                for r in top_racks.get(zone, ()):
-                    if r not in racks:
-                        racks.add(r)
-                        size += sizes[r]
-            cut = self._remember(zones, _Cut(frozenset(racks), frozenset(), size, len(self.racks)))
-        return cut
-
-    def ud_cut(self, base: _Cut, used: frozenset[ZoneUD]) -> _Cut:
-        """`base` (a `zone_cut`) plus the racks of the (zone, UD) pairs `used`; cached in `base.after`."""
-        cut = base.after.get(used)
-        if cut is None:
-            racks = base.racks
-            extra: set[int] = set()
-            size = base.size
-            sizes = self.sizes
-            zone_ud_racks = self.zone_ud_racks
-            for pair in used:
-                for r in zone_ud_racks.get(pair, ()):
-                    if r not in racks and r not in extra:
-                        extra.add(r)
-                        size += sizes[r]
-            cut = _Cut(racks, frozenset(extra), size, len(self.racks))
-            if self._remember(None, cut) is cut:
-                base.after[used] = cut
-        return cut
-
-    def first_cut(self, key: tuple, zones: frozenset[str], used: frozenset[ZoneUD]) -> _Cut:
-        """`ud_cut(zone_cut(zones), used)`, remembered under `key` in `first_cuts`."""
-        cut = self.ud_cut(self.zone_cut(zones), used)
-        if len(self.first_cuts) >= _FIRST_CUT_LIMIT:
-            self._forget()
-        self.first_cuts[key] = cut
-        return cut
-
-    def _forget(self) -> None:
-        self._zone_cuts = {}
-        self.first_cuts = {}
-        self._cached = 1
-
-    def _remember(self, zones: frozenset[str] | None, cut: _Cut) -> _Cut:
-        """Count a new cached cut (under `zones` when given); past `_CUT_CACHE_LIMIT`, start afresh."""
-        self._cached += 1
-        if self._cached > _CUT_CACHE_LIMIT:
-            self._forget()
-            if zones is None:
-                return cut  # its base was dropped: not stored
-        if zones is not None:
-            self._zone_cuts[zones] = cut
-        return cut
-
-    def view(self, cut: _Cut) -> LeafView:
-        """The bookies outside `cut`'s racks (excluded ones included), built once per cut."""
-        view = cut.view
-        if view is None:
-            view = cut.view = LeafView(self.flat, self.gaps(cut.racks | cut.extra))
-        return view
-
-    def locations(self, cut: _Cut) -> tuple[str, ...]:
-        """The locations of `cut`'s racks in rack order (what a weighted pick excludes), built once per cut."""
-        locations = cut.locations
-        if locations is None:
-            racks = self.racks
-            locations = cut.locations = tuple(racks[r].location for r in sorted(cut.racks | cut.extra))
-        return locations
-
-    @classmethod
-    def of(cls, topology: NetworkTopology, extra: Mapping[str, str] | None = None) -> _ZoneIndex:
-        """Index a topology, plus `extra` bookie -> location leaves (the stabilized departures)."""
-        members: dict[str, list[str]] = {rack: list(topology.bookies_in(rack)) for rack in topology.racks()}
-        for bookie, location in (extra or {}).items():
-            if bookie not in topology:
-                members.setdefault(location, []).append(bookie)
-        return cls(members)
-
-    def __len__(self) -> int:
-        return len(self.flat)
-
-
-class _Cut:
-    """Racks a slot must avoid: `racks` (default fault domain and avoided zones) plus `extra` (racks of
-    avoided upgrade domains, disjoint from `racks`), holding `size` bookies; the view of the bookies
-    outside them and their locations are filled in on first use. Shared by every call on one index."""
-
-    __slots__ = ("racks", "extra", "size", "mask", "view", "locations", "after")
-
-    def __init__(self, racks: frozenset[int], extra: frozenset[int], size: int, count: int) -> None:
-        self.racks = racks
-        self.extra = extra
-        self.size = size
-        mask = bytearray(count)
-        for r in racks:
-            mask[r] = 1
-        for r in extra:
-            mask[r] = 1
-        self.mask = bytes(mask)   # mask[r] == 1: rack r is cut (one index per excluded bookie to count them)
-        self.view: LeafView | None = None
-        self.locations: tuple[str, ...] | None = None
-        self.after: dict[frozenset[ZoneUD], _Cut] = {}
 
 
 # -- stabilization ------------------------------------------------------------------------------
@@ -340,77 +119,6 @@ class PendingDepartures:
         return len(self._entries)
 
 
-# -- one placement call ---------------------------------------------------------------------------
-
-
-class _Fill:
-    """State of one strict placement call: the index used, exclusions, the slots' (zone, UD)s.
-
-    Args:
-        index: the rack index (live cluster, or the stabilized one).
-        ensemble: the list being filled (None = empty slot); the slot being replaced is None here.
-        slots: (zone, UD) of every filled slot, None for empty ones.
-        excluded: bookies that must not be chosen (callers', chosen, current ensemble).
-    """
-
-    __slots__ = ("index", "ensemble", "slots", "excluded", "excluded_racks", "rng", "fallbacks", "steps",
-                 "zone_relaxed", "available_last", "shared_ud")
-
-    def __init__(self, index: _ZoneIndex, ensemble: list[str | None], slots: list[ZoneUD | None],
-                 excluded: set[str], rng: random.Random) -> None:
-        self.index = index
-        self.rng = rng
-        self.ensemble = ensemble
-        self.slots = slots
-        self.excluded = excluded
-        rack_of = index.rack_of
-        # The rack of every excluded bookie that the index holds (one entry per bookie).
-        self.excluded_racks = [rack_of[b] for b in excluded if b in rack_of]
-        self.fallbacks: list[str] = []
-        self.steps: list[dict[str, Any]] = []   # provenance: one record per filled slot (issue 5)
-        self.zone_relaxed = False               # some slot got fewer zones than desired
-        self.available_last = 0                 # candidates of the last cut `_candidates` accepted
-        self.shared_ud = False                  # ... and whether it had to allow a shared upgrade domain
-
-    def available(self, cut: set[int], cut_size: int) -> int:
-        """Bookies outside the racks `cut` (holding `cut_size` bookies) that are not excluded.
-
-        Cost: O(excluded bookies).
-        """
-        outside = len(self.index.flat) - cut_size
-        for r in self.excluded_racks:
-            if r not in cut:
-                outside -= 1
-        return outside
-
-    def outside(self, cut: _Cut) -> int:
-        """`available` for a cached cut: bookies outside its racks that are not excluded (its byte mask
-        answers each excluded bookie's rack). Cost: O(excluded bookies)."""
-        outside = len(self.index.flat) - cut.size
-        mask = cut.mask
-        for r in self.excluded_racks:
-            if not mask[r]:
-                outside -= 1
-        return outside
-
-    def widen(self, cut: set[int], cut_size: int, racks: Iterable[int]) -> int:
-        """Add `racks` to `cut` (in place); return the new number of bookies in it."""
-        sizes = self.index.sizes
-        for r in racks:
-            if r not in cut:
-                cut.add(r)
-                cut_size += sizes[r]
-        return cut_size
-
-    def take(self, position: int, bookie: str) -> None:
-        index = self.index
-        rack = index.rack_of[bookie]
-        self.ensemble[position] = bookie
-        self.slots[position] = index.pairs[rack]
-        self.excluded.add(bookie)
-        self.excluded_racks.append(rack)
-
-
 # -- the policy ---------------------------------------------------------------------------------
 
 
@@ -435,8 +143,8 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         self.desired_zones = settings.desired_zones_per_write_quorum
         self.strict = settings.strict_zoneaware
         self.pending = PendingDepartures(settings.stabilize_period_s)
-        self._index: _ZoneIndex | None = None
-        self._stabilized: tuple[tuple[str, ...], _ZoneIndex] | None = None
+        self._index: ZoneIndex | None = None
+        self._stabilized: tuple[tuple[str, ...], ZoneIndex] | None = None
         self._parsed: dict[str, ZoneUD] = {}
 
     # -- membership: keep the index and the pending departures current ----------------------------
@@ -521,12 +229,12 @@ class ZoneawarePolicy(TopologyAwarePolicy):
             self._parsed[location] = parsed
         return parsed
 
-    def _live_index(self) -> _ZoneIndex:
+    def _live_index(self) -> ZoneIndex:
         if self._index is None:
-            self._index = _ZoneIndex.of(self.topology)
+            self._index = ZoneIndex.of(self.topology, cut_limit=_CUT_CACHE_LIMIT, first_cut_limit=_FIRST_CUT_LIMIT)
         return self._index
 
-    def _stabilized_index(self, now: float) -> _ZoneIndex | None:
+    def _stabilized_index(self, now: float) -> ZoneIndex | None:
         """The live cluster plus departures still within the delay; None when there are none."""
         self.pending.expire(now)
         active = self.pending.active(now)
@@ -534,7 +242,8 @@ class ZoneawarePolicy(TopologyAwarePolicy):
             return None
         key = tuple(active)
         if self._stabilized is None or self._stabilized[0] != key:
-            self._stabilized = (key, _ZoneIndex.of(self.topology, active))
+            self._stabilized = (key, ZoneIndex.of(self.topology, active, cut_limit=_CUT_CACHE_LIMIT,
+                                                  first_cut_limit=_FIRST_CUT_LIMIT))
         return self._stabilized[1]
 
     # -- new_ensemble -----------------------------------------------------------------------------
@@ -576,7 +285,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         return self._on_retry(first, secondary, self._new_ensemble_on, secondary, ensemble_size, write_quorum,
                               ack_quorum, excluded, rng, [])
 
-    def _on_retry(self, first: NotEnoughBookiesError, index: _ZoneIndex, method: Any, *args: Any) -> PlacementResult:
+    def _on_retry(self, first: NotEnoughBookiesError, index: ZoneIndex, method: Any, *args: Any) -> PlacementResult:
         """Run `method` on the stabilized index after `first` failed on the live one; both attempts'
         steps go into the explanation (of the result, or of the error when the retry fails too)."""
         note = _retried_note(self.pending)
@@ -588,12 +297,12 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         explain = retried(first.explain, result.explain, note, len(index))
         return PlacementResult(result.ensemble, result.adherence, result.bookie, explain)
 
-    def _retry_index(self) -> _ZoneIndex | None:
+    def _retry_index(self) -> ZoneIndex | None:
         if self.pending.period_s <= 0 or not len(self.pending):
             return None
         return self._stabilized_index(self.clock())
 
-    def _new_ensemble_on(self, index: _ZoneIndex, ensemble_size: int, write_quorum: int, ack_quorum: int,
+    def _new_ensemble_on(self, index: ZoneIndex, ensemble_size: int, write_quorum: int, ack_quorum: int,
                          exclude: set[str], rng: random.Random, notes: list[str]) -> PlacementResult:
         if not self.strict:
             steps: list[dict[str, Any]] = []
@@ -608,10 +317,11 @@ class ZoneawarePolicy(TopologyAwarePolicy):
                                    explain=explain)
         desired = min(write_quorum, self.desired_zones)
         ensemble: list[str | None] = [None] * ensemble_size
-        fill = _Fill(index, ensemble, [None] * ensemble_size, set(exclude), rng)
+        fill = Fill(index, ensemble, [None] * ensemble_size, set(exclude), rng, min_zones=self.min_zones,
+                    pick=self._pick if self.settings.disk_weighted else None)
         try:
             for position in range(ensemble_size):
-                self._fill(fill, position, write_quorum, desired)
+                fill_position(fill, position, write_quorum, desired)
         except NotEnoughBookiesError as exc:
             failed(exc, self._explain(notes + fill.fallbacks, exclude, index, fill.steps))
             raise
@@ -623,7 +333,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
             explain["relaxed"] = [{"rule": RULE_ZONES}]
         return PlacementResult(chosen, adherence, explain=explain)
 
-    def _draw_randomly(self, index: _ZoneIndex, count: int, exclude: set[str], rng: random.Random,
+    def _draw_randomly(self, index: ZoneIndex, count: int, exclude: set[str], rng: random.Random,
                        what: str, steps: list[dict[str, Any]] | None = None, step: str = "") -> list[str]:
         """`count` distinct bookies of the whole index, none excluded (non-strict mode, spec §3.3/§3.5);
         with `steps`, records the one selection step."""
@@ -648,7 +358,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         return chosen
 
     def _pick(self, rng: random.Random, view: Sequence[str], excluded: set[str],
-              index: _ZoneIndex | None = None, cut: Sequence[str] = (), whole: bool = False) -> str:
+              index: ZoneIndex | None = None, cut: Sequence[str] = (), whole: bool = False) -> str:
         """One bookie of `view` not in `excluded` (the caller checked one exists), uniform or by disk weight.
 
         `view` is `index`'s bookies outside the racks at the locations `cut` (in rack order) when
@@ -690,14 +400,14 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         assert bookie is not None  # the caller counted the acceptable candidates
         return bookie
 
-    def _weighted_sampler(self, index: _ZoneIndex) -> RackWeights:
+    def _weighted_sampler(self, index: ZoneIndex) -> RackWeights:
         """`RackWeights` over `index`'s racks and the current weights, kept until either changes.
 
         `weights` is replaced (never edited in place) by `update_bookie_info`/`import_state`, and
         membership changes rebuild the index, so (index, weights) identity marks a valid sampler. The
         live and the stabilized index each keep one.
         """
-        cache: list[tuple[_ZoneIndex, dict[str, int], RackWeights]] = self.__dict__.setdefault(
+        cache: list[tuple[ZoneIndex, dict[str, int], RackWeights]] = self.__dict__.setdefault(
             "_weighted_samplers", [])
         weights = self.weights
         for known_index, known_weights, sampler in cache:
@@ -709,176 +419,6 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         del cache[:-2]
         return sampler
 
-    # -- fill(index): spec §3.4 -------------------------------------------------------------------
-
-    def _fill(self, fill: _Fill, position: int, write_quorum: int, desired: int) -> str:
-        """Choose the bookie for `position` (BookKeeper `setBookieInTheEnsemble`, spec §3.4)."""
-        slots = fill.slots
-        size = len(slots)
-        rings = _rings(size, position, write_quorum)
-        index = fill.index
-        if desired >= self.min_zones:
-            # The usual case, first: step 1 with all D-1 neighbours and an unused upgrade domain (the
-            # first cut `_candidates` tries), cached per (zone, UD)s of the slots around `position`, in
-            # `rings` order (the ring looks the same from every position: the key needs no position).
-            around = tuple(map(slots.__getitem__, rings[-1]))
-            cut = index.first_cuts.get((size, write_quorum, desired, around))
-            if cut is None:
-                neighbours = rings[desired - 1]
-                cut = index.first_cut(
-                    (size, write_quorum, desired, around),
-                    frozenset([slots[s][0] for s in neighbours if slots[s] is not None]),  # type: ignore[index]
-                    frozenset([located for located in around if located is not None]))
-            outside = fill.outside(cut)
-            if outside > 0:
-                step = POSITIONS[position] if position < len(POSITIONS) else position_name(position)
-                fill.steps.append({"step": step, "scope": _SCOPE_DESIRED, "candidates": outside})
-                return self._take(fill, position, index, cut, outside)
-        cut = None
-        scope = _SCOPE_DESIRED
-        # 1. keep the zones of the D-1 nearest neighbours on each side distinct, then fewer, down to
-        #    minZones-1 neighbours.
-        for neighbours in range(desired - 1, self.min_zones - 2, -1):
-            zones = frozenset([located[0] for located in map(slots.__getitem__, rings[max(neighbours, 0)])
-                               if located is not None])
-            cut = self._candidates(fill, position, write_quorum, zones)
-            if cut is not None:
-                if neighbours < desired - 1:
-                    scope = _SCOPE_FEWER
-                    fill.zone_relaxed = True
-                    fill.fallbacks.append(
-                        f"position {position}: could not spread {desired} zones around it "
-                        f"(desiredNumZonesPerWriteQuorum); kept zones distinct from {neighbours} neighbour(s) "
-                        "on each side")
-                break
-        # BK bug fixed: with write_quorum < minNumZonesPerWriteQuorum (reachable only through strict
-        # replace_bookie) the loop above never runs and Java dereferences null; here the
-        # minimum-zones rule below decides.
-        if cut is None:
-            # 2. only keep each write quorum containing `position` at minNumZonesPerWriteQuorum zones.
-            zones = frozenset(self._zones_to_keep_min(fill, position, write_quorum))
-            cut = self._candidates(fill, position, write_quorum, zones)
-            scope = _SCOPE_MINIMUM
-            if cut is not None:
-                fill.zone_relaxed = True
-                fill.fallbacks.append(
-                    f"position {position}: fell back to minNumZonesPerWriteQuorum={self.min_zones} zones "
-                    "per write quorum")
-        if cut is None:
-            fill.steps.append({"step": position_name(position), "scope": scope, "candidates": 0, "failed": True})
-            raise NotEnoughBookiesError(
-                self._fill_failure(fill, position, write_quorum),
-                explain={"constraint": f"enforceStrictZoneawarePlacement: position {position} needs a bookie that keeps "
-                                       f"minNumZonesPerWriteQuorum={self.min_zones} zones and two upgrade domains per "
-                                       "zone in every write quorum"})
-        fill.steps.append({"step": position_name(position),
-                           "scope": scope + _SHARED_UD if fill.shared_ud else scope,
-                           "candidates": fill.available_last})
-        return self._take(fill, position, index, cut, fill.available_last)
-
-    def _take(self, fill: _Fill, position: int, index: _ZoneIndex, cut: _Cut, available: int) -> str:
-        """Pick a bookie outside `cut` (not excluded; `available` of them) for `position` and put it there."""
-        view = cut.view
-        if view is None:
-            view = index.view(cut)
-        if self.settings.disk_weighted:
-            bookie = self._pick(fill.rng, view, fill.excluded, index, index.locations(cut), available == len(view))
-        else:
-            bookie = pick_uniform_view(fill.rng, view, fill.excluded)
-            assert bookie is not None  # `_candidates` counted the acceptable candidates
-        fill.take(position, bookie)
-        return bookie
-
-    def _fill_failure(self, fill: _Fill, position: int, write_quorum: int) -> str:
-        index = fill.index
-        excluded_per_rack: dict[int, int] = {}
-        for r in fill.excluded_racks:
-            excluded_per_rack[r] = excluded_per_rack.get(r, 0) + 1
-        zones = sorted({rack.zone for r, rack in enumerate(index.racks)
-                        if r not in index.default_racks
-                        and rack.end - rack.start > excluded_per_rack.get(r, 0)})
-        size = len(fill.ensemble)
-        return (f"cannot fill position {position} of ensemble_size={size} write_quorum={write_quorum} under "
-                f"enforceStrictZoneawarePlacement: no eligible bookie keeps minNumZonesPerWriteQuorum="
-                f"{self.min_zones} zones and two upgrade domains per zone in every write quorum "
-                f"(eligible bookies are in {len(zones)} zone(s): {', '.join(zones) or 'none'}; "
-                f"{len(fill.excluded)} bookie(s) excluded, default fault domain never used); add bookies "
-                "in more zones or upgrade domains, or lower minNumZonesPerWriteQuorum")
-
-    def _zones_to_keep_min(self, fill: _Fill, position: int, write_quorum: int) -> set[str]:
-        """Zones to avoid so each write quorum containing `position` reaches minNumZones (spec §3.4 step 2):
-        the zones of every such quorum (its other filled slots) that has fewer than minNumZones.
-
-        Cost: O(W) (zone counts slide from one quorum to the next, `_quorum_moves`), not O(W x W).
-        """
-        slots = fill.slots
-        short = self.min_zones - 1
-        zones: set[str] = set()
-        counts: dict[str, int] = {}
-        first, moves = _quorum_moves(len(slots), position, write_quorum)
-        for slot in first:
-            located = slots[slot]
-            if slot != position and located is not None:
-                counts[located[0]] = counts.get(located[0], 0) + 1
-        if len(counts) <= short:
-            zones.update(counts)
-        for leaving, entering in moves:
-            located = slots[entering]
-            if entering != position and located is not None:
-                counts[located[0]] = counts.get(located[0], 0) + 1
-            located = slots[leaving]
-            if leaving != position and located is not None:
-                zone = located[0]
-                if counts[zone] == 1:
-                    del counts[zone]
-                else:
-                    counts[zone] -= 1
-            if len(counts) <= short:
-                zones.update(counts)
-        return zones
-
-    @staticmethod
-    def _candidates(fill: _Fill, position: int, write_quorum: int, zones: frozenset[str]) -> _Cut | None:
-        """The racks to avoid for `position` when avoiding `zones`, or None when nothing is left
-        (spec §3.4 `candidates`).
-
-        First prefer an upgrade domain unused by any same-zone bookie that can share a write quorum
-        with this slot; failing that, only refuse a UD that is the sole UD of its zone in some write
-        quorum containing the slot (so two bookies of a zone in a quorum span two UDs). The cuts of
-        the first rule are cached by the index (what they depend on: the zones and the (zone, UD)s
-        avoided); only the exclusions are counted per call, in O(excluded bookies).
-        """
-        index = fill.index
-        base = index.zone_cut(zones)
-        racks = base.racks
-        if fill.outside(base) == 0:
-            return None
-        fill.shared_ud = False
-        slots = fill.slots
-        used = frozenset([located for located in map(slots.__getitem__, _rings(len(slots), position, write_quorum)[-1])
-                          if located is not None])
-        cut = base.after.get(used)
-        if cut is None:
-            cut = index.ud_cut(base, used)
-        outside = fill.outside(cut)
-        if outside > 0:
-            fill.available_last = outside
-            return cut
-        single = _single_domain_zones(slots, position, write_quorum)
-        widened = set(racks)
-        cut_size = base.size
-        zone_ud_racks = index.zone_ud_racks
-        for pair in single:
-            cut_size = fill.widen(widened, cut_size, zone_ud_racks.get(pair, ()))
-        available = fill.available(widened, cut_size)
-        if available > 0:
-            fill.available_last = available
-            fill.shared_ud = True
-            fill.fallbacks.append(
-                f"position {position}: no bookie in an unused upgrade domain of its zone; allowed a shared "
-                "upgrade domain while keeping two per zone in each write quorum")
-            return _Cut(frozenset(widened), frozenset(), cut_size, len(index.racks))
-        return None
 
     # -- replace_bookie: spec §3.5 ----------------------------------------------------------------
 
@@ -919,7 +459,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         return self._on_retry(first, secondary, self._replace_on, secondary, write_quorum, ack_quorum, current,
                               position, excluded, rng, [], bool(current_ensemble))
 
-    def _replace_on(self, index: _ZoneIndex, write_quorum: int, ack_quorum: int, current: list[str],
+    def _replace_on(self, index: ZoneIndex, write_quorum: int, ack_quorum: int, current: list[str],
                     position: int, exclude: set[str], rng: random.Random, notes: list[str],
                     had_ensemble: bool) -> PlacementResult:
         excluded = set(exclude)
@@ -938,9 +478,10 @@ class ZoneawarePolicy(TopologyAwarePolicy):
             slots: list[ZoneUD | None] = [self.zone_of(b) for b in current]
             slots[position] = None
             slotted: list[str | None] = list(current)
-            fill = _Fill(index, slotted, slots, excluded, rng)
+            fill = Fill(index, slotted, slots, excluded, rng, min_zones=self.min_zones,
+                        pick=self._pick if self.settings.disk_weighted else None)
             try:
-                bookie = self._fill(fill, position, write_quorum, desired)
+                bookie = fill_position(fill, position, write_quorum, desired)
             except NotEnoughBookiesError as exc:
                 failed(exc, self._explain(notes + fill.fallbacks, exclude, index, fill.steps, others))
                 raise
@@ -1106,7 +647,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
 
     # -- provenance and checks ----------------------------------------------------------------------
 
-    def _explain(self, notes: list[str], exclude: set[str], index: _ZoneIndex | None,
+    def _explain(self, notes: list[str], exclude: set[str], index: ZoneIndex | None,
                  steps: list[dict[str, Any]] | None = None, others: list[str] | None = None) -> dict[str, Any]:
         excluded: dict[str, list[str]] = {}
         if exclude:
@@ -1210,110 +751,6 @@ def _check_sizes(ensemble_size: int, write_quorum: int) -> None:
     if ensemble_size < 0:
         raise ValueError(f"ensemble_size must be >= 0, got {ensemble_size}")
 
-
-class _Rings:
-    """The slots around `position` in a ring of `size`, nearest first: `rings[n]` is the tuple of the
-    slots at offsets -n..-1, +1..+n (n < W), `position` itself left out, each once; `rings[-1]` all of
-    them. One list with the end of each offset's prefix, so building costs O(W) (a tuple per n would
-    cost O(W x W) per position, O(E x W x W) per ensemble) and `rings[n]` costs O(n)."""
-
-    __slots__ = ("slots", "ends")
-
-    def __init__(self, size: int, position: int, write_quorum: int) -> None:
-        slots: list[int] = []
-        ends = [0]
-        seen = {position}
-        for offset in range(1, write_quorum):
-            for slot in ((position - offset) % size, (position + offset) % size):
-                if slot not in seen:
-                    seen.add(slot)
-                    slots.append(slot)
-            ends.append(len(slots))
-        self.slots = tuple(slots)
-        self.ends = tuple(ends)
-
-    def __getitem__(self, n: int) -> tuple[int, ...]:
-        return self.slots[:self.ends[n]]
-
-    def __len__(self) -> int:
-        return len(self.ends)
-
-
-# Below this write quorum `_rings` keeps every ring as a tuple (at most 120 slots in all): indexing a tuple
-# of tuples is cheaper than `_Rings.__getitem__` on the hot path of small ensembles.
-_LAZY_RINGS_FROM = 16
-_RINGS: dict[tuple[int, int, int], Sequence[tuple[int, ...]]] = {}
-
-
-def _rings(size: int, position: int, write_quorum: int) -> Sequence[tuple[int, ...]]:
-    """`rings[n]`: the slots at offsets -n..-1, +1..+n around `position` in a ring of `size` (n < W),
-    `position` itself left out, each once. Cached per (size, position, W)."""
-    key = (size, position, write_quorum)
-    rings = _RINGS.get(key)
-    if rings is None:
-        lazy = _Rings(size, position, write_quorum)
-        rings = lazy if write_quorum >= _LAZY_RINGS_FROM else tuple(lazy[n] for n in range(write_quorum))
-        if len(_RINGS) >= 4096:
-            _RINGS.clear()
-        _RINGS[key] = rings
-    return rings
-
-
-def _quorum_moves(size: int, position: int, write_quorum: int) -> tuple[list[int], Iterator[tuple[int, int]]]:
-    """The write quorums containing `position` (start offsets -(W-1)..0), one slot move at a time: the
-    slots of the first, then (leaving, entering) as the start advances. Slots repeat when W > E;
-    `position` is among them, and callers leave it out."""
-    first = position - write_quorum + 1
-    slots = [(first + j) % size for j in range(write_quorum)]
-    moves = (((first + k) % size, (first + k + write_quorum) % size) for k in range(write_quorum - 1))
-    return slots, moves
-
-
-def _single_domain_zones(slots: Sequence[ZoneUD | None], position: int, write_quorum: int) -> set[ZoneUD]:
-    """(zone, UD) of every zone whose filled slots, in some write quorum containing `position` (the
-    slot itself left out), all sit in that one upgrade domain (spec §3.4 `candidates`, second rule).
-
-    Cost: O(W). Per-zone upgrade-domain counts slide from one quorum to the next (`_quorum_moves`);
-    only the zones of the two slots that moved can change, so only they are looked at again.
-    """
-    domains: dict[str, dict[str, int]] = {}
-    single: set[ZoneUD] = set()
-
-    def count(located: ZoneUD, step: int) -> None:
-        zone, domain = located
-        held = domains.setdefault(zone, {})
-        copies = held.get(domain, 0) + step
-        if copies:
-            held[domain] = copies
-        else:
-            del held[domain]
-            if not held:
-                del domains[zone]
-
-    def note(zone: str) -> None:
-        held = domains.get(zone)
-        if held is not None and len(held) == 1:
-            single.add((zone, next(iter(held))))
-
-    first, moves = _quorum_moves(len(slots), position, write_quorum)
-    for slot in first:
-        located = slots[slot]
-        if slot != position and located is not None:
-            count(located, 1)
-    for zone in list(domains):
-        note(zone)
-    for leaving, entering in moves:
-        came = slots[entering] if entering != position else None
-        went = slots[leaving] if leaving != position else None
-        if came is not None:
-            count(came, 1)
-        if went is not None:
-            count(went, -1)
-        if came is not None:
-            note(came[0])
-        if went is not None:
-            note(went[0])
-    return single
 
 
 def _retried_note(pending: PendingDepartures) -> str:

@@ -1,10 +1,9 @@
-"""Strict zone-aware placement with wide write quorums: the O(W)-per-slot helpers of `_fill` choose
-exactly what the O(W x W)-per-slot ones did (same bookies, same explanations, same draws).
+"""Strict zone-aware placement with wide write quorums: the O(W)-per-slot helpers of `fill_position`
+choose exactly what the O(W x W)-per-slot ones did (same bookies, same explanations, same draws).
 
-The reference is the old code, kept here: `_rings` built a tuple per ring, and `_candidates` (its
-shared-UD rule) and `_zones_to_keep_min` built every write quorum around the slot
-(`_quorums_around`). Strict `new_ensemble` with E = W = 256 on 40 zones spent 0.3 s there
-(512: 13 s).
+The reference is the old code, kept here: `rings` built a tuple per ring, and `candidates` (its
+shared-UD rule) and `zones_to_keep_min` built every write quorum around the slot
+(`_quorums_around`), which made a strict `new_ensemble` cost O(E x W x W).
 """
 
 from __future__ import annotations
@@ -14,8 +13,9 @@ import random
 
 import pytest
 
-from policies import NotEnoughBookiesError, create_policy, zoneaware
-from policies.zoneaware import ZoneawarePolicy, _rings, _single_domain_zones
+from policies import NotEnoughBookiesError, create_policy, zone_fill
+from policies.zone_fill import Fill, zones_to_keep_min
+from policies.zone_rings import rings, single_domain_zones
 
 DEFAULT_FD = "/default-zone/default-upgradedomain"
 
@@ -57,11 +57,11 @@ def old_single_domain_zones(slots, position, write_quorum):
     return single
 
 
-def old_zones_to_keep_min(self, fill, position, write_quorum):
+def old_zones_to_keep_min(fill, position, write_quorum):
     zones = set()
     for quorum in old_quorums_around(len(fill.slots), position, write_quorum):
         in_quorum = {fill.slots[s][0] for s in quorum if fill.slots[s] is not None}
-        if len(in_quorum) <= self.min_zones - 1:
+        if len(in_quorum) <= fill.min_zones - 1:
             zones |= in_quorum
     return zones
 
@@ -69,9 +69,9 @@ def old_zones_to_keep_min(self, fill, position, write_quorum):
 def with_old_helpers(call):
     """`call()` with the old helpers in place of the new ones."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(zoneaware, "_rings", old_rings)
-        patch.setattr(zoneaware, "_single_domain_zones", old_single_domain_zones)
-        patch.setattr(ZoneawarePolicy, "_zones_to_keep_min", old_zones_to_keep_min)
+        patch.setattr(zone_fill, "rings", old_rings)
+        patch.setattr(zone_fill, "single_domain_zones", old_single_domain_zones)
+        patch.setattr(zone_fill, "zones_to_keep_min", old_zones_to_keep_min)
         return call()
 
 
@@ -83,20 +83,20 @@ def random_slots(rng, size):
 
 
 def test_rings_are_the_old_tuples():
-    """`_rings(size, position, W)[n]` is the old n-th ring for every n, and `[-1]` the last one (tuples
+    """`rings(size, position, W)[n]` is the old n-th ring for every n, and `[-1]` the last one (tuples
     below `_LAZY_RINGS_FROM`, `_Rings` from there on)."""
     for size in range(1, 22):
         for write_quorum in range(1, size + 4):
             for position in range(size):
                 old = old_rings(size, position, write_quorum)
-                new = _rings(size, position, write_quorum)
+                new = rings(size, position, write_quorum)
                 assert len(new) == len(old)
                 assert [new[n] for n in range(len(old))] == list(old)
                 assert new[-1] == old[-1]
 
 
 def test_single_domain_zones_are_the_old_ones():
-    """`_single_domain_zones` (O(W)) finds the (zone, UD)s the quorum-by-quorum scan found, W 1..E+3."""
+    """`single_domain_zones` (O(W)) finds the (zone, UD)s the quorum-by-quorum scan found, W 1..E+3."""
     rng = random.Random(2718)
     for _ in range(400):
         size = rng.randint(1, 24)
@@ -105,12 +105,12 @@ def test_single_domain_zones_are_the_old_ones():
         if rng.random() < 0.7:
             slots[position] = None   # the slot being filled
         for write_quorum in range(1, size + 4):
-            assert _single_domain_zones(slots, position, write_quorum) == old_single_domain_zones(
+            assert single_domain_zones(slots, position, write_quorum) == old_single_domain_zones(
                 slots, position, write_quorum), (slots, position, write_quorum)
 
 
 def test_zones_to_keep_min_are_the_old_ones():
-    """`_zones_to_keep_min` (O(W)) avoids the zones the quorum-by-quorum scan avoided, W 1..E+3."""
+    """`zones_to_keep_min` (O(W)) avoids the zones the quorum-by-quorum scan avoided, W 1..E+3."""
     rng = random.Random(1414)
     for min_zones in (1, 2, 3, 4):
         policy = create_policy({"ensemblePlacementPolicy": "zoneaware", "minNumZonesPerWriteQuorum": min_zones,
@@ -119,10 +119,10 @@ def test_zones_to_keep_min_are_the_old_ones():
             size = rng.randint(1, 24)
             slots = random_slots(rng, size)
             position = rng.randrange(size)
-            fill = zoneaware._Fill(policy._live_index(), [None] * size, slots, set(), rng)
+            fill = Fill(policy._live_index(), [None] * size, slots, set(), rng, min_zones=policy.min_zones)
             for write_quorum in range(1, size + 4):
-                assert policy._zones_to_keep_min(fill, position, write_quorum) == old_zones_to_keep_min(
-                    policy, fill, position, write_quorum), (slots, position, write_quorum)
+                assert zones_to_keep_min(fill, position, write_quorum) == old_zones_to_keep_min(
+                    fill, position, write_quorum), (slots, position, write_quorum)
 
 
 # -- whole placements -----------------------------------------------------------------------------
