@@ -31,52 +31,30 @@ from __future__ import annotations
 import bisect
 import random
 from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from .api import Adherence, BookieInfo, HealthInfo, PlacementResult
 from .base import TopologyAwarePolicy, distinct_per_write_set, replace_in_ensemble
 from .coverage import NO_CONSTRAINTS, CoverageEnsemble
 from .errors import NotEnoughBookiesError
 from .location import ROOT
-from .rack_index import ExcludedPerRack, RackIndexes
-from .provenance import (POSITIONS, RULE_RACKS, failed, fixed, no_fix, position as position_name, retried,
-                         unavailable)
+from .provenance import POSITIONS, RULE_RACKS, failed, fixed, no_fix, retried, unavailable
+from .provenance import position as position_name
+from .rack_index import ExcludedPerRack
+from .rack_selection import (SCOPE_CLUSTER, SCOPE_FALLBACK, SCOPE_LOCAL, SCOPE_RANDOM, SCOPE_UNUSED, STEP_ENSEMBLE,
+                             STEP_RELOCATION, Predicate, RackSelection)
 from .read_order import SlowBookieCache, add_missing_indices, reorder_read_sequence
 from .resolver import LocationResolver
-from .selection import WeightedSelector, lazy_shuffle, pick_uniform, pick_uniform_view
+from .selection import pick_uniform
 from .settings import PlacementSettings
 from .stabilize import StabilizedTopology
-from .topology import LeafView, NetworkTopology
+from .topology import NetworkTopology
 
 Clock = Callable[[], float]
 
 # From this write quorum up, adherence slides per-rack counts along the write sets (O(E)) instead of
 # building each write set (O(E x WQ), faster for the small quorums of everyday ledgers).
 _SLIDING_ADHERENCE_FROM = 8
-
-# `scope` names of the provenance steps (issue 5; policies/provenance.py): built once.
-_SCOPE_CLUSTER = "cluster"
-_SCOPE_LOCAL = "local rack"
-_SCOPE_UNUSED = "racks not used so far"
-_SCOPE_FALLBACK = "cluster (fallback)"
-_SCOPE_RANDOM = "cluster (random, rack rule ignored)"
-_SCOPE_SAME_RACK = "rack of the replaced bookie"
-_SCOPE_UNUSED_BY_ENSEMBLE = "racks unused by the ensemble"
-_STEP_ENSEMBLE = "ensemble"
-_STEP_REPLACEMENT = "replacement"
-_STEP_RELOCATION = "relocation"
-
-
-class Predicate(Protocol):
-    """BookKeeper's `Predicate<BookieNode>`: may `candidate` join `ensemble`?"""
-
-    def apply(self, candidate: str, ensemble: object) -> bool: ...
-
-
-class Ensemble(Protocol):
-    """BookKeeper's `Ensemble<BookieNode>`: records a chosen bookie; False when it refuses it."""
-
-    def add_node(self, bookie: str) -> bool: ...
 
 
 def _check_sizes(ensemble_size: int, write_quorum: int, ack_quorum: int) -> None:
@@ -89,49 +67,6 @@ def _check_sizes(ensemble_size: int, write_quorum: int, ack_quorum: int) -> None
             raise ValueError(f"{name}: expected a non-negative integer, got {value!r}")
 
 
-class _RegionRefused(Exception):
-    """Raised from inside a pick's walk when the region-level predicate refuses the region of every
-    candidate, to end the walk (see `_region_guard`)."""
-
-
-def _region_guard(accept: Callable[[str], bool], predicate: Predicate | None) -> Callable[[str], bool]:
-    """`accept`, raising `_RegionRefused` at a refusal when the outer (region-level) coverage of
-    `predicate` refuses the refused candidate's region for the position being filled.
-
-    A region's sub-policy picks among bookies of its own region, and the region-level write sets
-    judge regions only: once they refuse the region, they refuse every candidate, and walking (and
-    drawing for) each bookie of the region only to refuse it costs O(bookies) per position, every
-    position of every request while, for example, the durability rule cannot be met in the regions
-    left. Checked once per position of the outer ensemble, and only after a refusal, so picks that
-    succeed at once pay nothing.
-    """
-    outer = predicate.parent_predicate if type(predicate) is CoverageEnsemble else None
-    if type(outer) is not CoverageEnsemble:
-        return accept
-    checked_at = -1
-
-    def guarded(bookie: str) -> bool:
-        nonlocal checked_at
-        if accept(bookie):
-            return True
-        position = len(outer.chosen)
-        if position != checked_at:
-            checked_at = position
-            if outer.refuses_location(outer.locate(bookie)):
-                raise _RegionRefused
-        return False
-    return guarded
-
-
-def _describe_scope(scope: str) -> str:
-    if scope == ROOT:
-        return "the whole cluster"
-    if scope.startswith("~"):
-        racks = [s for s in scope[1:].split(",") if s]
-        return "the cluster outside " + ", ".join(racks) if racks else "an empty scope"
-    return scope
-
-
 def _differ(current: Sequence[str], proposed: Sequence[str]) -> float:
     """Positions whose bookie differs; infinite when either list is empty or the sizes differ."""
     if not current or not proposed or len(current) != len(proposed):
@@ -139,7 +74,7 @@ def _differ(current: Sequence[str], proposed: Sequence[str]) -> float:
     return sum(1 for a, b in zip(current, proposed) if a != b)
 
 
-class RackawarePolicyImpl(RackIndexes, TopologyAwarePolicy):
+class RackawarePolicyImpl(RackSelection, TopologyAwarePolicy):
     """The rack-aware algorithm on one topology (spec §4-§8).
 
     Args:
@@ -236,297 +171,6 @@ class RackawarePolicyImpl(RackIndexes, TopologyAwarePolicy):
             if len(defaults):
                 exclude.update(defaults)
                 explain["default_rack"] = sorted(defaults)
-
-    # -- selection primitives (§4.5) -----------------------------------------------------------------
-
-    def _pick_leaf(self, key: Any, leaves: Sequence[str], exclude: set[str], predicate: Predicate | None,
-                   ensemble: Any, rng: random.Random) -> str | None:
-        """A random acceptable leaf (uniform, or by capped weight) or None; nothing recorded."""
-        if predicate is None:
-            if not self.settings.disk_weighted:
-                if type(leaves) is LeafView:
-                    # `pick_uniform(rng, leaves, accept)` without the closure: the same draws.
-                    return pick_uniform_view(rng, leaves, exclude) if len(leaves) else None
-            elif type(key) is str and key in self._index()[2]:
-                # `_weighted_pick` of one rack, without the closure: the same draws.
-                sampler = self._sampler()
-                return sampler.pick_excluding(sampler.scope_rack(key), rng, exclude)
-
-            def accept(bookie: str) -> bool:
-                return bookie not in exclude
-        else:
-            if (type(predicate) is CoverageEnsemble and not predicate.min_durability
-                    and self.topology.num_racks < min(predicate.write_quorum, predicate.min_racks)
-                    and not self._some_rack_accepted(key, exclude, predicate, ensemble)):
-                return None
-            apply = predicate.apply
-
-            def accept(bookie: str) -> bool:
-                return bookie not in exclude and apply(bookie, ensemble)
-            accept = _region_guard(accept, predicate)
-        try:
-            if not self.settings.disk_weighted:
-                return pick_uniform(rng, leaves, accept)
-            # Java raises at once when every leaf is excluded; the pick returns None then, same outcome.
-            return self._weighted_pick(key, leaves, rng, accept)
-        except _RegionRefused:
-            return None
-
-    def _some_rack_accepted(self, key: Any, exclude: set[str], coverage: CoverageEnsemble, ensemble: Any) -> bool:
-        """Whether `coverage` accepts a bookie of some rack of the scope `key` (a rack, the root, or a
-        tuple of racks to avoid); asked where every rack may be refused: fewer racks than a write set
-        needs, as during a rack outage.
-
-        The rack rule sees racks only, and a parent (region-level) predicate sees the region every
-        bookie of this policy shares, so one bookie per rack, not excluded nor already chosen, answers
-        for its rack. When no rack is accepted the pick is refused without walking, and drawing for,
-        every bookie of the scope (O(bookies) per position, every position of every request while
-        the outage lasts). Cost: O(racks + excluded bookies of those racks).
-        """
-        racks = self.topology.racks()
-        if type(key) is tuple:
-            avoid = set(key)
-            racks = [rack for rack in racks if rack not in avoid]
-        elif key != ROOT:
-            racks = [rack for rack in racks if rack == key or rack.startswith(key + "/")]
-        for rack in racks:
-            for bookie in self.topology.bookies_in(rack):
-                if bookie not in exclude and bookie not in coverage:
-                    if coverage.apply(bookie, ensemble):
-                        return True
-                    break
-        return False
-
-    def _record(self, bookie: str, exclude: set[str], ensemble: Any) -> str:
-        if ensemble.add_node(bookie):
-            exclude.add(bookie)
-        return bookie
-
-    def select_random_from_rack(self, scope: str, exclude: set[str], predicate: Predicate | None,
-                                ensemble: Any, rng: random.Random) -> str:
-        """A random leaf of `scope` that is not excluded and that `predicate` accepts (§4.5).
-
-        The leaf is offered to `ensemble.add_node`; when that accepts it, it is added to `exclude`.
-        The leaf is returned either way (as in Java).
-
-        Raises:
-            NotEnoughBookiesError: no acceptable leaf in the scope.
-        """
-        ensemble = NO_CONSTRAINTS if ensemble is None else ensemble
-        chosen = self._pick_leaf(scope, self.topology.leaves(scope), exclude, predicate, ensemble, rng)
-        if chosen is None:
-            raise NotEnoughBookiesError(f"no eligible bookie in {_describe_scope(scope)}")
-        return self._record(chosen, exclude, ensemble)
-
-    def select_random(self, n: int, exclude: set[str], predicate: Predicate | None, ensemble: Any,
-                      rng: random.Random) -> list[str]:
-        """`n` random known bookies (§4.5 `selectRandom`); see `select_random_internal`."""
-        return self.select_random_internal(None, n, exclude, predicate, ensemble, rng)
-
-    def select_random_internal(self, population: Sequence[str] | None, n: int, exclude: set[str],
-                               predicate: Predicate | None, ensemble: Any, rng: random.Random,
-                               accept: Callable[[str], bool] | None = None) -> list[str]:
-        """`n` random members of `population` (default: all known bookies), §4.5.
-
-        Skips excluded members, and members the predicate rejects only when `enforce_durability`
-        is on (otherwise the predicate is ignored, as in Java). A member counts when
-        `ensemble.add_node` accepts it; it is then added to `exclude`. `accept` is an extra filter
-        (used by the excluded-racks form instead of materialising an exclusion list).
-
-        Raises:
-            NotEnoughBookiesError: fewer than `n` members could be chosen.
-        """
-        ensemble = NO_CONSTRAINTS if ensemble is None else ensemble
-        shared = population is None
-        if shared:
-            population = self.known_sorted()
-        check: Callable[[str], bool] | None = None
-        if self.enforce_durability and predicate is not None:
-            apply = predicate.apply
-            check = _region_guard(lambda bookie: apply(bookie, ensemble), predicate)
-        chosen: list[str] = []
-        if n <= 0:
-            return chosen
-        try:
-            self._select_into(chosen, population, shared, n, exclude, check, ensemble, rng, accept)
-        except _RegionRefused:
-            pass
-        if len(chosen) < n:
-            raise NotEnoughBookiesError(
-                f"need {n} bookie(s) but only {len(chosen)} eligible bookie(s) could be chosen")
-        return chosen
-
-    def _select_into(self, chosen: list[str], population: Sequence[str], shared: bool, n: int, exclude: set[str],
-                     check: Callable[[str], bool] | None, ensemble: Any, rng: random.Random,
-                     accept: Callable[[str], bool] | None) -> None:
-        """The walk of `select_random_internal`: appends to `chosen` until it holds `n` or nothing is left."""
-        if self.settings.disk_weighted:
-            if shared and accept is None:
-                known = self.known
-                available = len(population) - sum(1 for b in exclude if b in known)
-            else:
-                available = sum(1 for b in population if b not in exclude and (accept is None or accept(b)))
-            if available < n:
-                raise NotEnoughBookiesError(
-                    f"need {n} bookie(s) but only {available} eligible bookie(s) remain after exclusions")
-            # The shared selector is the one over all known bookies; any other population gets its own.
-            selector = self._cluster_weighted() if population is self.known_sorted() else WeightedSelector(
-                population, self._weights, self.settings.max_weight_multiple)
-            refused: set[str] = set()
-
-            def acceptable(bookie: str) -> bool:
-                return (bookie not in exclude and bookie not in refused
-                        and (accept is None or accept(bookie))
-                        and (check is None or check(bookie)))
-            while len(chosen) < n:
-                bookie = selector.pick(rng, acceptable)
-                if bookie is None:
-                    break
-                if ensemble.add_node(bookie):
-                    exclude.add(bookie)
-                    chosen.append(bookie)
-                else:
-                    refused.add(bookie)
-        else:
-            for bookie in lazy_shuffle(rng, population):
-                if bookie in exclude or (accept is not None and not accept(bookie)):
-                    continue
-                if check is not None and not check(bookie):
-                    continue
-                if ensemble.add_node(bookie):
-                    exclude.add(bookie)
-                    chosen.append(bookie)
-                    if len(chosen) == n:
-                        break
-
-    def select_from_network_location(self, scope: str, exclude: set[str], predicate: Predicate | None,
-                                     ensemble: Any, fallback_to_random: bool, rng: random.Random, *,
-                                     fallbacks: list[str] | None = None) -> str:
-        """A bookie of `scope`; else, if allowed, a random known bookie (§4.5, first form).
-
-        Raises:
-            NotEnoughBookiesError: nothing in the scope and no fallback (or the fallback failed).
-        """
-        self._tick()
-        return self._select_from_location(scope, exclude, predicate, ensemble, fallback_to_random, rng,
-                                          fallbacks)
-
-    def _select_from_location(self, scope: str, exclude: set[str], predicate: Predicate | None, ensemble: Any,
-                              fallback_to_random: bool, rng: random.Random, fallbacks: list[str] | None,
-                              steps: list[dict[str, Any]] | None = None, step: str = "") -> str:
-        """`select_from_network_location` without the clock tick. With `steps`, the caller has recorded
-        the `scope` step last; it is marked failed on a fallback, which gets a step of its own."""
-        try:
-            return self.select_random_from_rack(scope, exclude, predicate, ensemble, rng)
-        except NotEnoughBookiesError:
-            if steps:
-                steps[-1]["failed"] = True
-            if not fallback_to_random:
-                raise
-        if fallbacks is not None:
-            fallbacks.append(f"no eligible bookie in {_describe_scope(scope)} met the placement rule; "
-                             "chose a random bookie of the cluster")
-        return self._random_last_resort(step, exclude, predicate, ensemble, rng, steps)
-
-    def _random_last_resort(self, step: str, exclude: set[str], predicate: Predicate | None, ensemble: Any,
-                            rng: random.Random, steps: list[dict[str, Any]] | None) -> str:
-        """The random fallback, a known bookie outside `exclude`; with `steps`, recorded as a step of
-        its own with its candidate count, marked failed when nothing is left."""
-        if steps is None:
-            return self.select_random(1, exclude, predicate, ensemble, rng)[0]
-        known = self.known
-        steps.append({"step": step, "scope": _SCOPE_RANDOM,
-                      "candidates": len(known) - sum(1 for b in exclude if b in known)})
-        try:
-            return self.select_random(1, exclude, predicate, ensemble, rng)[0]
-        except NotEnoughBookiesError:
-            steps[-1]["failed"] = True
-            raise
-
-    def select_from_network_location_excluding_racks(
-            self, scope: str | None, exclude_racks: Iterable[str], exclude: set[str],
-            predicate: Predicate | None, ensemble: Any, fallback_to_random: bool, rng: random.Random, *,
-            fallbacks: list[str] | None = None) -> str:
-        """A bookie of `scope`; else one in a rack not in `exclude_racks`; else (if allowed) any (§4.5).
-
-        `scope=None` is Java's "any rack but these" form. The rack-excluding step never adds the chosen
-        bookie to `exclude` (Java extends a private copy); the other steps do.
-
-        Raises:
-            NotEnoughBookiesError: no step found a bookie.
-        """
-        self._tick()
-        return self._select_excluding_racks(scope, exclude_racks, exclude, predicate, ensemble,
-                                            fallback_to_random, rng, fallbacks)
-
-    def _select_excluding_racks(self, scope: str | None, exclude_racks: Iterable[str], exclude: set[str],
-                                predicate: Predicate | None, ensemble: Any, fallback_to_random: bool,
-                                rng: random.Random, fallbacks: list[str] | None,
-                                steps: list[dict[str, Any]] | None = None) -> str:
-        """`select_from_network_location_excluding_racks` without the clock tick; with `steps`, one
-        `replacement` step per scope tried (same rack, unused racks, random), counted in O(excluded + racks)."""
-        ensemble = NO_CONSTRAINTS if ensemble is None else ensemble
-        record = steps is not None
-        if scope is not None:
-            if record:
-                in_rack = len(self.topology.bookies_in(scope))
-                rack_of = self.topology.rack_map
-                for b in exclude:
-                    if rack_of.get(b) == scope:
-                        in_rack -= 1
-                steps.append({"step": _STEP_REPLACEMENT, "scope": _SCOPE_SAME_RACK, "candidates": in_rack,
-                              "racks": int(in_rack > 0)})
-            try:
-                return self.select_random_from_rack(scope, exclude, predicate, ensemble, rng)
-            except NotEnoughBookiesError:
-                if steps:
-                    steps[-1]["failed"] = True
-                if fallbacks is not None:
-                    fallbacks.append(f"no eligible bookie in {_describe_scope(scope)}; "
-                                     "chose from racks not used by the ensemble")
-        racks = sorted(set(exclude_racks))
-        known = self.known
-        # Known bookies outside the excluded racks: leaves outside them that are known (the tree of a
-        # stabilized instance also holds departed bookies, which this form never picks).
-        if self.settings.disk_weighted:
-            rack_set = set(racks)
-            population: Sequence[str] = self.known_sorted()
-
-            def outside(bookie: str) -> bool:
-                return known[bookie] not in rack_set
-        else:
-            # Java compares locations exactly: only strings that are racks of the tree exclude anything.
-            ranges = self._index()[2]
-            present = [rack for rack in racks if rack in ranges]
-            population = self.topology.leaves_excluding(present) if present else self.topology.leaves(ROOT)
-
-            def outside(bookie: str) -> bool:
-                return bookie in known
-        private = set(exclude)
-        if record:
-            per_rack = self.topology.rack_counts(exclude)
-            unused = set(racks)
-            eligible = eligible_racks = 0
-            for rack, (start, end) in self._index()[2].items():
-                if rack not in unused:
-                    left = end - start - per_rack.get(rack, 0)
-                    eligible += left
-                    eligible_racks += left > 0
-            steps.append({"step": _STEP_REPLACEMENT, "scope": _SCOPE_UNUSED_BY_ENSEMBLE, "candidates": eligible,
-                          "racks": eligible_racks})
-        try:
-            return self.select_random_internal(population, 1, private, predicate, ensemble, rng, outside)[0]
-        except NotEnoughBookiesError:
-            if steps:
-                steps[-1]["failed"] = True
-            if not fallback_to_random:
-                raise NotEnoughBookiesError(
-                    f"no eligible bookie outside the racks {', '.join(racks) or '(none)'} "
-                    "and the random fallback is off") from None
-        if fallbacks is not None:
-            fallbacks.append("no eligible bookie in a rack unused by the ensemble; chose a random bookie "
-                             "of the cluster")
-        return self._random_last_resort(_STEP_REPLACEMENT, exclude, predicate, ensemble, rng, steps)
 
     # -- new ensemble (§4) -------------------------------------------------------------------------
 
@@ -663,12 +307,12 @@ class RackawarePolicyImpl(RackIndexes, TopologyAwarePolicy):
         name = POSITIONS[position]
         ex, full = counted.outside(avoid)
         racks_in = racks_total - sum(1 for rack in set(avoid) if rack in ranges)
-        steps.append({"step": name, "scope": _SCOPE_UNUSED, "candidates": len(leaves) - ex, "racks": racks_in - full,
+        steps.append({"step": name, "scope": SCOPE_UNUSED, "candidates": len(leaves) - ex, "racks": racks_in - full,
                       "failed": True})
         fallbacks.append(f"position {position}: no bookie outside the racks used so far met the rack coverage; "
                          "chose from the whole cluster")
         ex, full = counted.outside(())
-        steps.append({"step": name, "scope": _SCOPE_FALLBACK, "candidates": len(topology) - ex,
+        steps.append({"step": name, "scope": SCOPE_FALLBACK, "candidates": len(topology) - ex,
                       "racks": racks_total - full})
         try:
             bookie = self._select_from_location(ROOT, exclude, None, None, not self.settings.enforce_min_racks,
@@ -721,11 +365,11 @@ class RackawarePolicyImpl(RackIndexes, TopologyAwarePolicy):
         if record:
             racks_total = len(ranges)
             if counted is None:
-                steps.append({"step": "position 0", "scope": _SCOPE_CLUSTER if scope == ROOT else _SCOPE_LOCAL,
+                steps.append({"step": "position 0", "scope": SCOPE_CLUSTER if scope == ROOT else SCOPE_LOCAL,
                               "candidates": high - low, "racks": racks_total if scope == ROOT else 1})
             else:
                 ex, full = counted.outside(()) if scope == ROOT else counted.within(scope)
-                steps.append({"step": "position 0", "scope": _SCOPE_CLUSTER if scope == ROOT else _SCOPE_LOCAL,
+                steps.append({"step": "position 0", "scope": SCOPE_CLUSTER if scope == ROOT else SCOPE_LOCAL,
                               "candidates": high - low - ex, "racks": (racks_total if scope == ROOT else 1) - full})
                 used = [rack]
         for p in range(1, ensemble_size):
@@ -742,11 +386,11 @@ class RackawarePolicyImpl(RackIndexes, TopologyAwarePolicy):
                 break
             if record:
                 if counted is None:
-                    steps.append({"step": POSITIONS[p], "scope": _SCOPE_UNUSED, "candidates": remaining,
+                    steps.append({"step": POSITIONS[p], "scope": SCOPE_UNUSED, "candidates": remaining,
                                   "racks": racks_total - p})
                 else:
                     ex, full = counted.outside(used)
-                    steps.append({"step": POSITIONS[p], "scope": _SCOPE_UNUSED, "candidates": remaining - ex,
+                    steps.append({"step": POSITIONS[p], "scope": SCOPE_UNUSED, "candidates": remaining - ex,
                                   "racks": racks_total - p - full})
             chosen.append(bookie)
             exclude.add(bookie)
@@ -793,8 +437,8 @@ class RackawarePolicyImpl(RackIndexes, TopologyAwarePolicy):
                 else:
                     ex, full = counted.outside(()) if scope_name == ROOT else counted.within(scope_name)
                 steps.append({"step": POSITIONS[len(chosen)],
-                              "scope": _SCOPE_UNUSED if chosen else (_SCOPE_CLUSTER if scope_name == ROOT
-                                                                     else _SCOPE_LOCAL),
+                              "scope": SCOPE_UNUSED if chosen else (SCOPE_CLUSTER if scope_name == ROOT
+                                                                     else SCOPE_LOCAL),
                               "candidates": size - ex, "racks": racks_in - full})
             chosen.append(bookie)
             exclude.add(bookie)
@@ -834,12 +478,12 @@ class RackawarePolicyImpl(RackIndexes, TopologyAwarePolicy):
             eligible = len(known) - sum(1 for b in exclude if b in known) if record else 0
             if enforce and min_racks > 1:
                 if record:
-                    steps.append({"step": _STEP_ENSEMBLE, "scope": _SCOPE_CLUSTER, "candidates": eligible,
+                    steps.append({"step": STEP_ENSEMBLE, "scope": SCOPE_CLUSTER, "candidates": eligible,
                                   "racks": racks_total, "failed": True})
                 raise NotEnoughBookiesError("fewer than 2 racks")
             fallbacks.append("fewer than 2 racks: random selection")
             if record:
-                steps.append({"step": _STEP_ENSEMBLE, "scope": _SCOPE_RANDOM, "candidates": eligible,
+                steps.append({"step": STEP_ENSEMBLE, "scope": SCOPE_RANDOM, "candidates": eligible,
                               "racks": racks_total})
             self.select_random(ensemble_size, exclude, None, coverage, rng)
             # BK quirk (spec bookkeeper-rackaware.md §4.4, App. A #3): FAIL even when WQ = 1 or m = 1.
@@ -855,10 +499,10 @@ class RackawarePolicyImpl(RackIndexes, TopologyAwarePolicy):
                 if record:
                     if scope == ROOT:
                         ex, full = counted.outside(())
-                        where, racks_in = _SCOPE_CLUSTER, racks_total
+                        where, racks_in = SCOPE_CLUSTER, racks_total
                     else:
                         ex, full = counted.within(scope)
-                        where, racks_in = _SCOPE_LOCAL, int(scope in ranges)
+                        where, racks_in = SCOPE_LOCAL, int(scope in ranges)
             else:
                 if avoid is None:
                     avoid = [prev_rack]
@@ -868,7 +512,7 @@ class RackawarePolicyImpl(RackIndexes, TopologyAwarePolicy):
                 key = tuple(avoid)
                 if record:
                     ex, full = counted.outside(avoid)
-                    where = _SCOPE_UNUSED
+                    where = SCOPE_UNUSED
                     racks_in = racks_total - sum(1 for rack in set(avoid) if rack in ranges)
             if record:
                 name = POSITIONS[position]
@@ -892,7 +536,7 @@ class RackawarePolicyImpl(RackIndexes, TopologyAwarePolicy):
                 avoid = None
                 if record:
                     ex, full = counted.outside(())
-                    steps.append({"step": name, "scope": _SCOPE_FALLBACK, "candidates": len(topology) - ex,
+                    steps.append({"step": name, "scope": SCOPE_FALLBACK, "candidates": len(topology) - ex,
                                   "racks": racks_total - full})
                 chosen = self._select_from_location(ROOT, exclude, coverage, coverage,
                                                     (not enforce) or position == 0, rng, fallbacks,
@@ -1034,7 +678,7 @@ class RackawarePolicyImpl(RackIndexes, TopologyAwarePolicy):
         best: tuple[list[str], Adherence] | None = None
         best_differ = float("inf")
         known = self.known
-        relocation = {"step": _STEP_RELOCATION, "scope": _SCOPE_CLUSTER,
+        relocation = {"step": STEP_RELOCATION, "scope": SCOPE_CLUSTER,
                       "candidates": len(known) - sum(1 for b in excluded if b in known), "racks": racks,
                       "attempts": 0}
         explain["steps"].append(relocation)

@@ -19,7 +19,7 @@ import random
 
 import pytest
 
-from policies import BookieInfo, NotEnoughBookiesError, create_policy, rackaware
+from policies import BookieInfo, NotEnoughBookiesError, create_policy, rack_selection, rackaware
 from policies.api import Adherence
 from policies.coverage import CoverageEnsemble
 from policies.regionaware import RegionawarePolicy, _RecordingRandom, _ReplayRandom
@@ -540,7 +540,7 @@ def test_a_pick_ends_when_the_region_level_rule_refuses_the_whole_region(monkeyp
         reference = random.Random()
         reference.setstate(state)
         with monkeypatch.context() as unguarded:
-            unguarded.setattr(rackaware, "_region_guard", lambda accept, predicate: accept)
+            unguarded.setattr(rack_selection, "_region_guard", lambda accept, predicate: accept)
             expected = original(self, key, leaves, exclude, predicate, ensemble, reference)
         seen["picks"] += 1
         if got is None:
