@@ -99,10 +99,6 @@ class RackSelection(RackIndexes):
 
     enforce_durability: bool
 
-    def _tick(self) -> None:
-        """Provided by the host: read the clock once for this public call."""
-        raise NotImplementedError
-
     def _pick_leaf(self, key: Any, leaves: Sequence[str], exclude: set[str], predicate: Predicate | None,
                    ensemble: Any, rng: random.Random) -> str | None:
         """A random acceptable leaf (uniform, or by capped weight) or None; nothing recorded."""
