@@ -171,16 +171,15 @@ def _spark(shuffle: int = 2):
 
 
 def _replay(spark, conf: dict[str, str], day: Path, out: Path) -> dict:
-    from state.settings import MODEL_KEYS
     from streaming.replay import run_replay
-    from streaming.settings import EngineSettings
+    from streaming.settings import engine_settings
 
-    settings = EngineSettings.from_conf(conf, extra_known=frozenset(MODEL_KEYS))
+    settings = engine_settings(conf)
     memory = common.PeakMemory(interval_s=0.5)
     load = common.load_average()
     with memory:
         wall = time.perf_counter()
-        summary = run_replay(spark, conf, settings, [day], out)
+        summary = run_replay(spark, settings, [day], out)
         wall = time.perf_counter() - wall
     return {"wall_s": wall, "records": summary["records"], "batches": summary["batches"],
             "decisions": summary["decisions"]["total"], "failed": summary["decisions"].get("failed", 0),

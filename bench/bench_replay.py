@@ -183,10 +183,11 @@ def main(argv: list[str] | None = None) -> None:
             print()
 
         if args.profile:
+            from streaming.settings import engine_settings
             from streaming.stateful import make_state_function
 
             lines = day.read_text(encoding="utf-8").splitlines()[:args.profile]
-            function = make_state_function(conf, "kafka", 1, [])
+            function = make_state_function(engine_settings(conf).model, "kafka", 1, [])
             state = common.FakeGroupState()
             profiler = cProfile.Profile()
             profiler.enable()

@@ -91,13 +91,13 @@ def make_passthrough_function(source_kind: str = "kafka"):
     return on_group
 
 
-def start_passthrough(spark, conf: dict[str, str], settings, query_name: str):
+def start_passthrough(spark, settings, query_name: str):
     """The pass-through query, built like streaming.job.start_kafka_job with the state function swapped."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     from streaming.job import kafka_outputs, kafka_records, keyed_records
     from streaming.session import use_local_checkpoint_writer
-    from streaming.stateful import OUTPUT_DDL
+    from streaming.schemas import OUTPUT_DDL
 
     keyed = keyed_records(kafka_records(spark, settings), settings.shards_per_cluster)  # the engine's grouping
     outputs = keyed.groupBy("cluster", "shard").applyInPandasWithState(
@@ -390,9 +390,8 @@ def latency_phase(query, producer, reader, memory, topics, names, members, rng, 
 def run_scenario(spark, bootstrap: str, pipeline: str, clusters: int, args, work: Path, measure: bool = True) -> dict:
     import random
 
-    from state.settings import MODEL_KEYS
     from streaming.job import start_kafka_job
-    from streaming.settings import EngineSettings
+    from streaming.settings import engine_settings
     from tests.kafka_broker import create_topic, unique_topic_name
 
     topics = {name: create_topic(bootstrap, unique_topic_name(f"bench-{name}"), partitions=parts)
@@ -405,7 +404,7 @@ def run_scenario(spark, bootstrap: str, pipeline: str, clusters: int, args, work
             "engine.kafka.maxOffsetsPerTrigger": str(args.max_offsets),
             "engine.checkpointLocation": str(work / f"checkpoint-{pipeline}-{clusters}"),
             "engine.trigger.seconds": "1", **dict(item.split("=", 1) for item in args.set)}
-    settings = EngineSettings.from_conf(conf, extra_known=frozenset(MODEL_KEYS))
+    settings = engine_settings(conf)
     names = [f"c{c:03d}" for c in range(clusters)]
     layout = common.rack_layout(args.bookies, args.racks)
     members = list(layout)
@@ -419,8 +418,8 @@ def run_scenario(spark, bootstrap: str, pipeline: str, clusters: int, args, work
     reader = DecisionReader(bootstrap, topics["decisions"])
     memory = common.PeakMemory(interval_s=MEMORY_INTERVAL_S).start()
     name = f"bench-{pipeline}-{clusters}"
-    query = (start_kafka_job(spark, conf, settings, query_name=name) if pipeline == "placement"
-             else start_passthrough(spark, conf, settings, name))
+    query = (start_kafka_job(spark, settings, query_name=name) if pipeline == "placement"
+             else start_passthrough(spark, settings, name))
     result: dict = {"pipeline": pipeline, "clusters": clusters, "bookies_per_cluster": args.bookies}
     try:
         # 1. warm-up

@@ -20,6 +20,9 @@ from typing import Any, TextIO
 
 from state.outputs import ERROR, INFO, WARNING
 
+from .config import load_conf
+from .settings import engine_settings
+
 SEVERITIES = (INFO, WARNING, ERROR)
 """The engine's alert severities, lowest first (`data.severity`)."""
 
@@ -115,15 +118,8 @@ def tail(bootstrap: str, topic: str, *, from_beginning: bool, idle_timeout_s: fl
 
 
 def run_alerts(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    from .cli import _engine_settings
-    from .config import load_conf
-
-    conf = load_conf(args.conf, args.set)
-    settings = _engine_settings(conf)
-    if not settings.bootstrap_servers:
-        from .config import ConfigError
-
-        raise ConfigError("engine.kafka.bootstrapServers: required by `alerts` (host:port)")
+    settings = engine_settings(load_conf(args.conf, args.set))
+    settings.require_alerts_broker()
     records = tail(settings.bootstrap_servers, settings.alerts_topic, from_beginning=args.from_beginning,
                    idle_timeout_s=args.idle_timeout, max_messages=args.max_messages)
     for event in filter_events(records, set(args.cluster), args.type, args.severity, Deduplicator()):

@@ -13,55 +13,32 @@ import sys
 from collections.abc import Sequence
 
 from .config import ConfigError, load_conf
-from .settings import EngineSettings, check_placement_conf
+from .settings import engine_settings
 
 log = logging.getLogger("placement-engine")
 
 
-def _engine_settings(conf: dict[str, str]) -> EngineSettings:
-    from state.settings import MODEL_KEYS
-
-    settings = EngineSettings.from_conf(conf, extra_known=frozenset(MODEL_KEYS))
-    check_placement_conf(conf)
-    from state.settings import ModelSettings
-
-    try:
-        ModelSettings.from_conf(conf)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from exc
-    return settings
-
-
-def _session(settings: EngineSettings, app: str, java_options: str = ""):
-    from .session import build_session
-
-    return build_session(master=settings.spark_master, app_name=app,
-                         conf={"spark.sql.shuffle.partitions": str(settings.shuffle_partitions)},
-                         java_options=java_options if settings.spark_master.startswith("local") else "")
-
-
 def cmd_replay(args: argparse.Namespace) -> int:
     from .replay import run_replay
-    from .session import SHORT_RUN_JAVA_OPTIONS
+    from .session import SHORT_RUN_JAVA_OPTIONS, engine_session
 
-    conf = load_conf(args.conf, args.set)
-    settings = _engine_settings(conf)
-    spark = _session(settings, "placement-engine-replay", SHORT_RUN_JAVA_OPTIONS)
-    summary = run_replay(spark, conf, settings, args.events, args.out)
+    settings = engine_settings(load_conf(args.conf, args.set))
+    spark = engine_session(settings, "placement-engine-replay", SHORT_RUN_JAVA_OPTIONS)
+    summary = run_replay(spark, settings, args.events, args.out)
     print(json.dumps(summary, indent=2, sort_keys=True))
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .job import check_topics, start_kafka_job
+    from .session import engine_session
     from .shutdown import StopSignals, serve_until_stopped
 
-    conf = load_conf(args.conf, args.set)
-    settings = _engine_settings(conf)
+    settings = engine_settings(load_conf(args.conf, args.set))
     settings.require_kafka()
     check_topics(settings)
-    spark = _session(settings, "placement-engine")
-    query = start_kafka_job(spark, conf, settings)
+    spark = engine_session(settings, "placement-engine")
+    query = start_kafka_job(spark, settings)
     log.info("placement-engine running: %s + %s -> %s, %s, %s (checkpoint %s)", settings.events_topic,
              settings.requests_topic, settings.decisions_topic, settings.alerts_topic,
              settings.dead_letters_topic, settings.checkpoint_location)

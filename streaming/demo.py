@@ -19,22 +19,13 @@ from pathlib import Path
 from events import format_time
 
 from .config import load_conf
+from .settings import DEMO_CONF, engine_settings
 
 REGIONS = ("region-a", "region-b", "region-c")
 RACKS_PER_REGION = 4
 BOOKIES_PER_RACK = 4
 CLUSTER = "demo"
 START_MS = 1_795_000_000_000  # 2026-11-18T11:06:40Z
-
-DEMO_CONF = {
-    "ensemblePlacementPolicy": "rackaware",
-    "minNumRacksPerWriteQuorum": "2",
-    "enforceMinNumRacksPerWriteQuorum": "true",
-    "diskWeightBasedPlacementEnabled": "true",
-    "networkTopologyStabilizePeriodSeconds": "30",
-    "engine.seed": "1",
-    "engine.replay.recordsPerTrigger": "1500",
-}
 
 
 def _bookie(region: int, rack: int, index: int) -> str:
@@ -168,21 +159,22 @@ def print_summary(summary: dict, out: Path) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from .cli import _engine_settings, _session
+    """Generate the scenario, replay it on local Spark and print the summary (the `demo` command)."""
     from .replay import run_replay
+    from .session import engine_session
 
     conf = dict(DEMO_CONF)
     conf.update(load_conf(args.conf, args.set))
-    settings = _engine_settings(conf)
+    settings = engine_settings(conf)
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="placement-demo-"))
     started = time.monotonic()
     records = generate(args.requests, args.seed)
     write_input(records, out / "input" / "events.jsonl")
     print(f"placement-engine demo: {len(records)} records for cluster '{CLUSTER}' "
           f"({len(REGIONS)} regions x {RACKS_PER_REGION} racks x {BOOKIES_PER_RACK} bookies), "
-          f"policy {conf['ensemblePlacementPolicy']}; starting local Spark...", file=sys.stderr)
-    spark = _session(settings, "placement-engine-demo")
-    summary = run_replay(spark, conf, settings, [out / "input"], out, progress=_progress)
+          f"policy {settings.configured_policy}; starting local Spark...", file=sys.stderr)
+    spark = engine_session(settings, "placement-engine-demo")
+    summary = run_replay(spark, settings, [out / "input"], out, progress=_progress)
     print_summary(summary, out)
     print(f"  total wall time {time.monotonic() - started:.1f} s")
     return 0

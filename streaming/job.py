@@ -1,6 +1,6 @@
 """The streaming query: sources -> (cluster, shard) groups -> `state.step` -> outputs.
 
-Sources are normalised to the columns of `stateful.INPUT_COLUMNS` before grouping:
+Sources are normalised to the columns of `schemas.INPUT_COLUMNS` before grouping:
 `value` (the record text), the ordering key `o1, o2, o3` (arrival order inside a batch) and the source
 identity `src_name, src_part, src_pos` (file and line, or topic, partition and offset).
 
@@ -12,7 +12,7 @@ spread over N groups while each shard sees the full topology, and all requests a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -20,10 +20,12 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from events import REQUEST_TYPES
 
+from .config import ConfigError
 from .packed import routing_names
+from .schemas import EPOCH_MS_TYPE, INPUT_COLUMNS, INPUT_TYPES, KAFKA_HEADER_VALUE_TYPE, OUTPUT_DDL, STATE_DDL
 from .session import use_local_checkpoint_writer
-from .settings import EngineSettings
-from .stateful import INPUT_COLUMNS, INVALID_UTF8, OUTPUT_DDL, SOURCE_PACKED, STATE_DDL, make_state_function
+from .settings import BOOTSTRAP_SERVERS, EngineSettings, native_connector_missing
+from .stateful import INVALID_UTF8, SOURCE_PACKED, make_state_function
 
 
 def routing_fields(records: DataFrame, names: Sequence[str]) -> DataFrame:
@@ -49,7 +51,7 @@ def _shard_column(shards: int) -> Column:
     route = F.coalesce(F.concat(F.lit("l:"), F.col("_ledger_id")),
                        F.concat(F.lit("r:"), F.coalesce(F.col("_request_id"), F.lit(""))))
     is_request = F.col("_type").isin(*sorted(REQUEST_TYPES))
-    return F.when(is_request, F.array(F.pmod(F.xxhash64(route), F.lit(shards)).cast("int"))) \
+    return F.when(is_request, F.array(F.pmod(F.xxhash64(route), F.lit(shards)).cast(INPUT_TYPES["shard"]))) \
         .otherwise(F.sequence(F.lit(0), F.lit(shards - 1)))
 
 
@@ -72,7 +74,7 @@ def spread_shards(cluster: Column, shard: Column, shards: int, partitions: int) 
     labels = F.transform(F.sequence(F.lit(0), F.lit(SPREAD_TRIES - 1)), lambda j: shard + j * F.lit(shards))
     target = F.pmod(shard, F.lit(partitions))
     placed = F.filter(labels, lambda label: F.pmod(F.hash(cluster, label), F.lit(partitions)) == target)
-    return F.coalesce(F.element_at(placed, 1), shard).cast("int")
+    return F.coalesce(F.element_at(placed, 1), shard).cast(INPUT_TYPES["shard"])
 
 
 def _partitions(frame: DataFrame) -> int:
@@ -92,7 +94,7 @@ def event_time(text: Column) -> Column:
     `events.parse_time_ms` can only delay a tick. Times past the wall clock by more than
     `FUTURE_TOLERANCE` count as the wall clock plus that tolerance.
     """
-    parsed = F.coalesce(F.try_to_timestamp(text), F.timestamp_millis(text.try_cast("long")))
+    parsed = F.coalesce(F.try_to_timestamp(text), F.timestamp_millis(text.try_cast(EPOCH_MS_TYPE)))
     # least() skips nulls: an unreadable time must stay null, not become the wall clock.
     return F.when(parsed.isNotNull(), F.least(parsed, F.current_timestamp() + F.expr(f"INTERVAL {FUTURE_TOLERANCE}")))
 
@@ -115,8 +117,8 @@ def keyed_records(records: DataFrame, shards: int, *, with_time: bool = False) -
     return keyed.select(*INPUT_COLUMNS, *extra)
 
 
-def place(records: DataFrame, conf: Mapping[str, str], settings: EngineSettings, source_kind: str,
-          files: Sequence[str] = (), *, idle_ticks: bool = False) -> DataFrame:
+def place(records: DataFrame, settings: EngineSettings, source_kind: str, files: Sequence[str] = (), *,
+          idle_ticks: bool = False) -> DataFrame:
     """Group normalised records by (cluster, shard) and run the cluster model over them.
 
     `idle_ticks` (the `run` job, with `engine.idleTickSeconds` > 0): an event-time watermark on the
@@ -132,13 +134,12 @@ def place(records: DataFrame, conf: Mapping[str, str], settings: EngineSettings,
     if tick_seconds:
         keyed = keyed.withWatermark("event_time", f"{settings.watermark_delay_seconds} seconds")
         timeout = GroupStateTimeout.ProcessingTimeTimeout
-    function = make_state_function(conf, source_kind, shards, files, tick_seconds)
+    function = make_state_function(settings.model, source_kind, shards, files, tick_seconds)
     return keyed.groupBy("cluster", "shard").applyInPandasWithState(
         function, OUTPUT_DDL, STATE_DDL, "append", timeout)
 
 
-def place_packed(rows: DataFrame, conf: Mapping[str, str], settings: EngineSettings,
-                 files: Sequence[str]) -> DataFrame:
+def place_packed(rows: DataFrame, settings: EngineSettings, files: Sequence[str]) -> DataFrame:
     """The replay's `place`: rows already routed and packed in Python (`streaming.packed`).
 
     `rows` has `cluster, shard, o1` (the first record's position in the spool) and `value` (packed
@@ -146,10 +147,10 @@ def place_packed(rows: DataFrame, conf: Mapping[str, str], settings: EngineSetti
     group, kind and cluster (value = the outputs' JSON lines, id = their count) plus `summary` rows.
     """
     shard = spread_shards(F.col("cluster"), F.col("shard"), settings.shards_per_cluster, _partitions(rows))
-    zero = F.lit(0).cast("long")
+    zero = F.lit(0).cast(INPUT_TYPES["o2"])
     keyed = rows.select("cluster", shard.alias("shard"), "o1", zero.alias("o2"), zero.alias("o3"),
                         F.lit("").alias("src_name"), F.lit(0).alias("src_part"), zero.alias("src_pos"), "value")
-    function = make_state_function(conf, SOURCE_PACKED, settings.shards_per_cluster, files)
+    function = make_state_function(settings.model, SOURCE_PACKED, settings.shards_per_cluster, files)
     return keyed.groupBy("cluster", "shard").applyInPandasWithState(
         function, OUTPUT_DDL, STATE_DDL, "append", GroupStateTimeout.NoTimeout)
 
@@ -172,18 +173,18 @@ def kafka_records(spark: SparkSession, settings: EngineSettings) -> DataFrame:
         reader = reader.option(f"kafka.{key}", value)
     raw = _load_native_checked(reader) if settings.kafka_connector == "native" else reader.load()
     rank = F.when(F.col("topic") == settings.events_topic, F.lit(0)).otherwise(F.lit(1))
-    text = F.col("value").cast("string")
+    text = F.col("value").cast(INPUT_TYPES["value"])
     # Bytes that are not UTF-8 would fail pyspark's hand-over to the state function (stateful.INVALID_UTF8).
     value = F.when(text.isNull() | F.is_valid_utf8(text), text) \
         .otherwise(F.concat(F.lit(INVALID_UTF8), F.make_valid_utf8(text)))
     return raw.select(
         value.alias("value"),
-        rank.cast("long").alias("o1"),
-        F.col("partition").cast("long").alias("o2"),
-        F.col("offset").cast("long").alias("o3"),
+        rank.cast(INPUT_TYPES["o1"]).alias("o1"),
+        F.col("partition").cast(INPUT_TYPES["o2"]).alias("o2"),
+        F.col("offset").cast(INPUT_TYPES["o3"]).alias("o3"),
         F.col("topic").alias("src_name"),
-        F.col("partition").cast("int").alias("src_part"),
-        F.col("offset").cast("long").alias("src_pos"),
+        F.col("partition").cast(INPUT_TYPES["src_part"]).alias("src_part"),
+        F.col("offset").cast(INPUT_TYPES["src_pos"]).alias("src_pos"),
     )
 
 
@@ -194,18 +195,13 @@ def _load_native_checked(reader) -> DataFrame:  # noqa: ANN001 - a DataStreamRea
     """Load with Spark's own connector; its absence is a configuration error, not a stack trace."""
     from pyspark.errors import AnalysisException
 
-    from .config import ConfigError
-
     try:
         return reader.load()
     except AnalysisException as exc:
         if exc.getCondition() != NATIVE_MISSING:
             raise
         version = getattr(getattr(reader, "_spark", None), "version", "<your Spark version>")
-        raise ConfigError(
-            "engine.kafka.connector: 'native' needs Spark's Kafka connector on the classpath, which this Spark "
-            f"does not have; add --packages org.apache.spark:spark-sql-kafka-0-10_2.13:{version} (or the jar) "
-            "to spark-submit, or set engine.kafka.connector=python") from None
+        raise native_connector_missing(version) from None
 
 
 CLOUDEVENT_HEADERS = (("ce_specversion", "$.specversion"), ("ce_id", "$.id"), ("ce_source", "$.source"),
@@ -225,7 +221,7 @@ def kafka_outputs(outputs: DataFrame, settings: EngineSettings) -> DataFrame:
         .otherwise(F.lit(settings.dead_letters_topic))
 
     def header(name: str, value: Column) -> Column:
-        return F.struct(F.lit(name).alias("key"), value.cast("binary").alias("value"))
+        return F.struct(F.lit(name).alias("key"), value.cast(KAFKA_HEADER_VALUE_TYPE).alias("value"))
 
     if settings.alerts_kafka_mode == "binary":
         # One parse of each alert for all its attributes and data (one get_json_object each took seven);
@@ -245,39 +241,30 @@ def kafka_outputs(outputs: DataFrame, settings: EngineSettings) -> DataFrame:
                           F.when(is_alert, alert_headers).otherwise(plain).alias("headers"))
 
 
-TOPIC_KEYS = (("engine.kafka.eventsTopic", "events_topic"), ("engine.kafka.requestsTopic", "requests_topic"),
-              ("engine.kafka.decisionsTopic", "decisions_topic"), ("engine.kafka.alertsTopic", "alerts_topic"),
-              ("engine.kafka.deadLettersTopic", "dead_letters_topic"))
-
-
 def check_topics(settings: EngineSettings, timeout_s: float = 15.0) -> None:
     """Fail at start-up, naming the key, when the broker is unreachable or a topic does not exist."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    from .config import ConfigError
-
     admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers, **settings.kafka_client})
     try:
         existing = admin.list_topics(timeout=timeout_s).topics
     except KafkaException as exc:
-        raise ConfigError(f"engine.kafka.bootstrapServers: cannot reach {settings.bootstrap_servers} "
+        raise ConfigError(f"{BOOTSTRAP_SERVERS}: cannot reach {settings.bootstrap_servers} "
                           f"within {timeout_s:.0f} s ({exc.args[0]}); check the address and that the broker runs") from exc
-    for key, attribute in TOPIC_KEYS:
-        topic = getattr(settings, attribute)
+    for key, topic in settings.topics_by_key():
         if topic not in existing:
             raise ConfigError(f"{key}: topic {topic!r} does not exist on {settings.bootstrap_servers}; "
                               "create it or name an existing topic")
 
 
-def start_kafka_job(spark: SparkSession, conf: Mapping[str, str], settings: EngineSettings,
-                    query_name: str = "placement-engine"):
+def start_kafka_job(spark: SparkSession, settings: EngineSettings, query_name: str = "placement-engine"):
     """Start the `run` query: Kafka events + requests -> decisions, alerts, dead letters on Kafka.
 
     Returns the running `StreamingQuery`; its checkpoint (`engine.checkpointLocation`) holds the
     source offsets and every cluster's state, so a restart resumes where the last batch committed.
     """
-    placed = place(kafka_records(spark, settings), conf, settings, "kafka", idle_ticks=True)
+    placed = place(kafka_records(spark, settings), settings, "kafka", idle_ticks=True)
     outputs = kafka_outputs(placed, settings)
     use_local_checkpoint_writer(spark, settings.checkpoint_location)
     writer = outputs.writeStream.option("checkpointLocation", settings.checkpoint_location) \

@@ -35,10 +35,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
 from events import parse_time_ms
 
 from .config import ConfigError
+from .job import place_packed
 from .packed import PACK_SIZE, SUMMARY, last_value, pack, route, top_level
+from .schemas import INPUT_TYPES
 from .session import use_local_checkpoint_writer
 from .settings import EngineSettings
 from .stateful import HORIZON_PART, INVALID_UTF8
@@ -189,13 +194,9 @@ class ReplaySummary:
         }
 
 
-def run_replay(spark, conf: Mapping[str, str], settings: EngineSettings, events: Sequence[str | Path],
-               out: str | Path, progress: Callable[[dict], None] | None = None) -> dict:
+def run_replay(spark: SparkSession, settings: EngineSettings, events: Sequence[str | Path], out: str | Path,
+               progress: Callable[[dict], None] | None = None) -> dict:
     """Replay `events` through the job into `out`; return the summary (also written to summary.json)."""
-    from pyspark.sql import functions as F
-
-    from .job import place_packed
-
     started = time.monotonic()
     files = input_files(events)
     out_dir = Path(out)
@@ -211,12 +212,12 @@ def run_replay(spark, conf: Mapping[str, str], settings: EngineSettings, events:
         lines = spark.readStream.format("text").option("maxFilesPerTrigger", 1).load(str(work / "spool"))
         parts = F.split(F.col("value"), "\t", 4)
         rows = lines.select(
-            F.unbase64(parts.getItem(0)).cast("string").alias("cluster"),
-            parts.getItem(1).cast("int").alias("shard"),
-            parts.getItem(2).cast("long").alias("o1"),
+            F.unbase64(parts.getItem(0)).cast(INPUT_TYPES["cluster"]).alias("cluster"),
+            parts.getItem(1).cast(INPUT_TYPES["shard"]).alias("shard"),
+            parts.getItem(2).cast(INPUT_TYPES["o1"]).alias("o1"),
             parts.getItem(3).alias("value"),
         )
-        outputs = place_packed(rows, conf, settings, files)
+        outputs = place_packed(rows, settings, files)
 
         def write_batch(frame, batch_id: int) -> None:
             # Packed rows (one per group and kind) come to the driver as Arrow columns; the counts for
@@ -249,8 +250,8 @@ def run_replay(spark, conf: Mapping[str, str], settings: EngineSettings, events:
         inputs=files,
         seconds=round(elapsed, 3),
         records_per_second=round(summary.records / elapsed, 1) if elapsed > 0 else None,
-        policy=conf.get("ensemblePlacementPolicy", "rackaware"),
-        seed=conf.get("engine.seed", "0"),
+        policy=settings.configured_policy,
+        seed=settings.configured_seed,
         shards_per_cluster=settings.shards_per_cluster,
     )
     (out_dir / "summary.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -33,6 +33,9 @@ INPUT_TYPES: dict[str, str] = {
 INPUT_COLUMNS: tuple[str, ...] = tuple(INPUT_TYPES)
 """`INPUT_TYPES`' column names, in the order the query selects them."""
 
+EPOCH_MS_TYPE = "long"
+"""The type a record's numeric `time` (epoch milliseconds) is read as for the watermark (`streaming.job.event_time`)."""
+
 OUTPUT_DDL = "kind string, cluster string, id string, value string"
 """The state function's output rows: the output's kind, its cluster, its id and its JSON text (a replay
 packs many outputs into one row: then `id` is their count)."""

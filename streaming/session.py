@@ -15,7 +15,8 @@ from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
-from streaming.kafka_source import KafkaDataSource
+from .kafka_source import KafkaDataSource
+from .settings import EngineSettings
 
 #: Defaults applied before the caller's ``conf`` (facts §1 "Session config used everywhere").
 DEFAULT_CONF: Mapping[str, str] = {
@@ -108,6 +109,15 @@ def build_session(master: str = "local[2]", app_name: str = "placement-engine",
     spark.sparkContext.setLogLevel(log_level)
     spark.dataSource.register(KafkaDataSource)
     return spark
+
+
+def engine_session(settings: EngineSettings, app_name: str, java_options: str = "") -> SparkSession:
+    """:func:`build_session` as a command configures it: the master and shuffle partitions from
+    `settings`; `java_options` apply to a local master only (a cluster's driver is configured by its
+    operator)."""
+    return build_session(master=settings.spark_master, app_name=app_name,
+                         conf={"spark.sql.shuffle.partitions": str(settings.shuffle_partitions)},
+                         java_options=java_options if settings.spark_master.startswith("local") else "")
 
 
 def use_local_checkpoint_writer(spark: SparkSession, checkpoint_location: str) -> bool:

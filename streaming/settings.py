@@ -1,14 +1,20 @@
-"""The engine's own keys (`engine.*`) -> frozen `EngineSettings`; only this module spells them.
+"""The configuration -> frozen `EngineSettings`, parsed once at start-up; only this module spells the
+streaming layer's keys (`engine.*`).
 
-Unknown `engine.*` keys, bad values and a missing required key raise `ConfigError` naming the key, at
-start-up, before Spark starts. Keys outside `engine.*` are BookKeeper/Pulsar placement keys: they are
-validated by building the placement policy once (`check_placement_conf`).
+`engine_settings(conf)` is what every command calls: it parses the streaming keys, the cluster model's
+keys (`state.settings.ModelSettings`, kept as `EngineSettings.model`) and checks the BookKeeper/Pulsar
+placement keys by building the placement policy once (`check_placement_conf`). Unknown `engine.*` keys,
+bad values and a missing required key raise `ConfigError` naming the key, before Spark starts. Code
+below the command line takes these settings, never the raw mapping.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from policies import create_policy
+from state.settings import MODEL_KEYS, SEED, ModelSettings
 
 from .config import ConfigError
 
@@ -39,6 +45,30 @@ DEFAULTS: dict[str, str] = {
 
 KAFKA_CLIENT_PREFIX = "engine.kafka.client."
 """`engine.kafka.client.<librdkafka property>` is passed to every Kafka consumer and producer."""
+
+BOOTSTRAP_SERVERS = "engine.kafka.bootstrapServers"
+KAFKA_CONNECTOR = "engine.kafka.connector"
+STOP_GRACE_SECONDS = "engine.stopGraceSeconds"
+POLICY = "ensemblePlacementPolicy"
+"""The placement key naming the policy (parsed by `policies.settings`; read here as written, for the
+replay's summary)."""
+
+TOPIC_KEYS = (("engine.kafka.eventsTopic", "events_topic"), ("engine.kafka.requestsTopic", "requests_topic"),
+              ("engine.kafka.decisionsTopic", "decisions_topic"), ("engine.kafka.alertsTopic", "alerts_topic"),
+              ("engine.kafka.deadLettersTopic", "dead_letters_topic"))
+"""Each topic key and the `EngineSettings` attribute holding its topic."""
+
+DEMO_CONF: dict[str, str] = {
+    POLICY: "rackaware",
+    "minNumRacksPerWriteQuorum": "2",
+    "enforceMinNumRacksPerWriteQuorum": "true",
+    "diskWeightBasedPlacementEnabled": "true",
+    "networkTopologyStabilizePeriodSeconds": "30",
+    SEED: "1",
+    "engine.replay.recordsPerTrigger": "1500",
+}
+"""The `demo` command's configuration (a `--conf` file and `--set` overrides go over it): rack-aware,
+two racks per write quorum enforced, disk weights, 30 s stabilization."""
 
 
 def _int(conf: Mapping[str, str], key: str, minimum: int) -> int:
@@ -85,12 +115,28 @@ class EngineSettings:
     replay_records_per_trigger: int = 200000
     stop_grace_seconds: int = 20
     kafka_client: dict[str, str] = field(default_factory=dict)
+    model: ModelSettings = field(default_factory=ModelSettings)
+    configured_policy: str = "rackaware"
+    configured_seed: str = "0"
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, str], extra_known: frozenset[str] = frozenset()) -> EngineSettings:
-        """Parse the `engine.*` keys; `extra_known` are engine keys read by other layers (the model)."""
+        """Parse the `engine.*` keys and the cluster model's keys (`model`).
+
+        Args:
+            conf: the whole configuration mapping, values as strings.
+            extra_known: further `engine.*` keys to accept (the model's keys always are).
+
+        Attributes set besides the `engine.*` values: `model`, the parsed `state.settings.ModelSettings`
+        (its placement settings included); `configured_policy` and `configured_seed`, the policy and seed
+        as written (`ensemblePlacementPolicy`, `engine.seed`), which the replay's summary reports.
+
+        Raises:
+            ConfigError: an unknown `engine.*` key or a malformed value; the message names the key.
+        """
+        known = frozenset(MODEL_KEYS) | extra_known
         for key in conf:
-            if key.startswith("engine.") and key not in DEFAULTS and key not in extra_known \
+            if key.startswith("engine.") and key not in DEFAULTS and key not in known \
                     and not key.startswith(KAFKA_CLIENT_PREFIX):
                 raise ConfigError(f"{key}: unknown engine key; known keys are listed in conf/engine.properties")
         trigger = str(conf.get("engine.trigger.seconds", DEFAULTS["engine.trigger.seconds"])).strip()
@@ -131,6 +177,9 @@ class EngineSettings:
             stop_grace_seconds=_int(conf, "engine.stopGraceSeconds", minimum=0),
             kafka_client={k[len(KAFKA_CLIENT_PREFIX):]: str(v) for k, v in conf.items()
                           if k.startswith(KAFKA_CLIENT_PREFIX)},
+            model=_model_settings(conf),
+            configured_policy=conf.get(POLICY, "rackaware"),
+            configured_seed=conf.get(SEED, "0"),
         )
 
     def require_kafka(self) -> None:
@@ -138,22 +187,53 @@ class EngineSettings:
         if not self.bootstrap_servers:
             raise ConfigError("engine.kafka.bootstrapServers: required by `run` (host:port[,host:port]); "
                               "set it in the --conf file or with --set")
-        for key, value in (("engine.kafka.eventsTopic", self.events_topic),
-                           ("engine.kafka.requestsTopic", self.requests_topic),
-                           ("engine.kafka.decisionsTopic", self.decisions_topic),
-                           ("engine.kafka.alertsTopic", self.alerts_topic),
-                           ("engine.kafka.deadLettersTopic", self.dead_letters_topic)):
-            if not value:
+        for key, attribute in TOPIC_KEYS:
+            if not getattr(self, attribute):
                 raise ConfigError(f"{key}: must name a Kafka topic")
         if not self.checkpoint_location:
             raise ConfigError("engine.checkpointLocation: required by `run` (a durable directory, e.g. on HDFS "
                               "or S3, where Spark keeps offsets and state); set it in the --conf file")
 
 
+    def require_alerts_broker(self) -> None:
+        """`alerts` needs a broker."""
+        if not self.bootstrap_servers:
+            raise ConfigError(f"{BOOTSTRAP_SERVERS}: required by `alerts` (host:port)")
+
+    def topics_by_key(self) -> tuple[tuple[str, str], ...]:
+        """`(key, topic)` for each topic the `run` job reads or writes, in `TOPIC_KEYS` order."""
+        return tuple((key, getattr(self, attribute)) for key, attribute in TOPIC_KEYS)
+
+
+def _model_settings(conf: Mapping[str, str]) -> ModelSettings:
+    try:
+        return ModelSettings.from_conf(conf)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def engine_settings(conf: Mapping[str, str]) -> EngineSettings:
+    """The whole configuration, parsed and checked once at start-up (every command calls this first).
+
+    Raises:
+        ConfigError: an unknown `engine.*` key, a malformed value, or placement keys the policy refuses;
+            the message names the key.
+    """
+    settings = EngineSettings.from_conf(conf)
+    check_placement_conf(conf)
+    return settings
+
+
+def native_connector_missing(spark_version: str) -> ConfigError:
+    """The error for `engine.kafka.connector=native` on a Spark without its Kafka connector."""
+    return ConfigError(
+        f"{KAFKA_CONNECTOR}: 'native' needs Spark's Kafka connector on the classpath, which this Spark "
+        f"does not have; add --packages org.apache.spark:spark-sql-kafka-0-10_2.13:{spark_version} (or the jar) "
+        f"to spark-submit, or set {KAFKA_CONNECTOR}=python")
+
+
 def check_placement_conf(conf: Mapping[str, str]) -> None:
     """Build the placement policy once so a bad BookKeeper/Pulsar key stops the job at start-up."""
-    from policies import create_policy
-
     try:
         create_policy({k: v for k, v in conf.items() if not k.startswith("engine.")})
     except ValueError as exc:

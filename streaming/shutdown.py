@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable
 from types import FrameType
 from typing import Any
 
+from .settings import STOP_GRACE_SECONDS
+
 log = logging.getLogger("placement-engine")
 
 STOPPING = threading.Event()
@@ -95,8 +97,8 @@ def serve_until_stopped(query: Any, signals: StopSignals, grace_s: float, *, pol
         if _completed_batch(query) != in_progress:
             break
         if clock() >= deadline:
-            log.info("the micro-batch in progress did not finish within engine.stopGraceSeconds=%g; stopping it "
-                     "(it is retried from the checkpoint on the next start)", grace_s)
+            log.info("the micro-batch in progress did not finish within %s=%g; stopping it "
+                     "(it is retried from the checkpoint on the next start)", STOP_GRACE_SECONDS, grace_s)
             break
         sleep(0.05)
     STOPPING.set()

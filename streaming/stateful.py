@@ -58,10 +58,6 @@ from .worker_gc import paused_gc, tune_worker_gc
 
 log = logging.getLogger(__name__)
 
-INPUT_COLUMNS = ("cluster", "shard", "o1", "o2", "o3", "src_name", "src_part", "src_pos", "value")
-OUTPUT_DDL = "kind string, cluster string, id string, value string"
-STATE_DDL = "model binary, next_due_ms long"
-
 INVALID_UTF8 = "\u0000placement-engine:invalid-utf-8\u0000"
 """Prefix of a record whose bytes were not valid UTF-8, put there before Python sees it (the Kafka
 source's value in `streaming.job.kafka_records`, a replayed line in `streaming.replay`): Spark's
@@ -355,21 +351,18 @@ def _stepped(model: Any, produced: list[Output]) -> Stepped:
     return Stepped(dump_model(model), produced, model.next_departure_due_ms())
 
 
-def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int = 1,
+def make_state_function(settings: ModelSettings, source_kind: str, shards: int = 1,
                         files: Sequence[str] = (), tick_seconds: float = 0):
-    """Build the per-group function; `conf` holds placement and engine keys as strings.
+    """Build the per-group function for the model `settings` (`EngineSettings.model`).
 
     `tick_seconds` > 0 arms idle ticks (the query must use `GroupStateTimeout.ProcessingTimeTimeout`
     and define an event-time watermark); 0 leaves idle clusters to their next record.
     """
-    conf = dict(conf)
     files = list(files)
     packed = source_kind == SOURCE_PACKED
-    settings = ModelSettings.from_conf(conf)
     tick_ms = int(tick_seconds * 1000)
     # The fields Spark read of each record (with idle ticks, the watermark's `time` too; a replay has none).
     routed_names = routing_names(shards, with_time=bool(tick_ms))
-    conf_key = tuple(sorted(conf.items()))  # cached models are reused only under the same configuration
 
     def on_group(key: tuple, frames: Iterator[pd.DataFrame], group_state) -> Iterator[pd.DataFrame]:
         tune_worker_gc()
@@ -391,7 +384,7 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
         state = stored[0] if stored is not None else None
         parts = time_slices(items, SLICE_RECORDS) if cluster else [items]
         for stepped in step_slices(state, cluster, parts, settings, shard, shards, horizon_ms,
-                                   cache_key=(conf_key, cluster, shard, shards), origins=origins):
+                                   cache_key=(settings, cluster, shard, shards), origins=origins):
             if stepped.state is not None:
                 _store(group_state, stepped)
             yield pd.DataFrame(pack_outputs(stepped.outputs)) if packed else _frame(stepped.outputs)
@@ -443,7 +436,7 @@ def make_state_function(conf: Mapping[str, str], source_kind: str, shards: int =
             group_state.setTimeoutDuration(tick_ms)
             return []
         stepped = guarded_step(blob, cluster, [], settings, shard, shards, horizon,
-                               cache_key=(conf_key, cluster, shard, shards))
+                               cache_key=(settings, cluster, shard, shards))
         _store(group_state, stepped)
         return stepped.outputs
 

@@ -81,7 +81,7 @@ def cache(monkeypatch):
 def test_outputs_and_states_are_the_same_with_and_without_the_cache(cache, monkeypatch):
     lines = _day()
     cached_state, cached = GroupState(), []
-    function = make_state_function(CONF, "kafka")
+    function = make_state_function(ModelSettings.from_conf(CONF), "kafka")
     for batch, first in _batches(lines, 9):
         cached.append((_run(function, cached_state, batch, first), cached_state.value))
     assert cache.hits == len(cached) - 1  # every batch after the first reused the live model
@@ -97,7 +97,7 @@ def test_outputs_and_states_are_the_same_with_and_without_the_cache(cache, monke
 def test_a_batch_run_again_from_an_older_state_reloads_it_and_gives_the_same_outputs(cache):
     lines = _day()
     (first_batch, a), (second_batch, b), (third_batch, c) = _batches(lines, 30)[:3]
-    function = make_state_function(CONF, "kafka")
+    function = make_state_function(ModelSettings.from_conf(CONF), "kafka")
     state = GroupState()
     _run(function, state, first_batch, a)
     after_first = state.value
@@ -118,7 +118,7 @@ def test_a_model_is_reused_only_under_the_configuration_it_was_built_with(cache)
     lines = _day()
     (first_batch, a), (second_batch, b) = _batches(lines, 40)[:2]
     other_conf = {**CONF, "engine.seed": "4"}
-    one, other = make_state_function(CONF, "kafka"), make_state_function(other_conf, "kafka")
+    one, other = make_state_function(ModelSettings.from_conf(CONF), "kafka"), make_state_function(ModelSettings.from_conf(other_conf), "kafka")
     state = GroupState()
     _run(one, state, first_batch, a)
     # The same stored state under another seed: loaded afresh, so its draws follow the new seed.

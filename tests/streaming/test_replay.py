@@ -10,7 +10,7 @@ from streaming.cli import main
 from streaming.demo import generate, write_input
 from streaming.replay import run_replay
 from streaming.session import CHECKPOINT_FILE_MANAGER, LOCAL_CHECKPOINT_FILE_MANAGER
-from streaming.settings import EngineSettings
+from streaming.settings import engine_settings
 
 T0 = 1_790_000_000_000
 
@@ -34,7 +34,7 @@ def _replay(spark, tmp_path, inputs, name, **overrides):
     conf = {"ensemblePlacementPolicy": "rackaware", "minNumRacksPerWriteQuorum": "2", "engine.seed": "5"}
     conf.update({k: str(v) for k, v in overrides.items()})
     out = tmp_path / name
-    summary = run_replay(spark, conf, EngineSettings.from_conf(conf, frozenset({"engine.seed"})), inputs, out)
+    summary = run_replay(spark, engine_settings(conf), inputs, out)
     return out, summary
 
 

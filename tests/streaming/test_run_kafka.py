@@ -10,11 +10,10 @@ from argparse import Namespace
 
 import pytest
 
-from state.settings import MODEL_KEYS
 from streaming.alert_consumer import run_alerts
 from streaming.job import start_kafka_job
 from streaming.session import CHECKPOINT_FILE_MANAGER, DEFAULT_CONF, LOCAL_CHECKPOINT_FILE_MANAGER
-from streaming.settings import EngineSettings
+from streaming.settings import engine_settings
 from tests.kafka_broker import consume_all, produce_records
 
 T0 = 1_790_000_000_000
@@ -88,8 +87,7 @@ def _run_once(spark, conf, name, *, stop_mid_stream=False):
     """Run until the job has consumed everything (or, `stop_mid_stream`, until its first micro-batch
     with input committed), then stop. With idle ticks on (the default), Spark runs no-data micro-batches
     every trigger, so processAllAvailable() would never return."""
-    settings = EngineSettings.from_conf(conf, frozenset(MODEL_KEYS))
-    query = start_kafka_job(spark, conf, settings, query_name=name)
+    query = start_kafka_job(spark, engine_settings(conf), query_name=name)
     try:
         if stop_mid_stream:
             _wait_for(lambda: any(p["numInputRows"] > 0 for p in query.recentProgress), query,
@@ -183,9 +181,8 @@ def test_an_idle_cluster_reports_an_ended_stabilization_delay_without_a_record(u
     lost = {"type": "bookie_lost", "cluster": "c1", "time": _iso(20), "bookie": "bk0:3181"}
     later = {"type": "bookie_writable", "cluster": "c2", "time": _iso(60), "bookie": "bk9:3181", "location": "/rack0"}
     produce_records(kafka_bootstrap, topics["events"], _keyed(_bookies("c1") + _bookies("c2") + [lost, later]))
-    settings = EngineSettings.from_conf(conf, frozenset(MODEL_KEYS))
     spark = unset_manager
-    query = start_kafka_job(spark, conf, settings, query_name="run-idle-tick")
+    query = start_kafka_job(spark, engine_settings(conf), query_name="run-idle-tick")
     # A local checkpoint is written through the FileSystem API (no process per renamed file).
     assert spark.conf.get(CHECKPOINT_FILE_MANAGER) == LOCAL_CHECKPOINT_FILE_MANAGER
     resolved = "placement.bookie.departure_pending.resolved"

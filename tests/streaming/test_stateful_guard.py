@@ -67,7 +67,7 @@ def test_without_zstd_in_pyarrow_the_state_function_stores_zlib_and_answers_alik
 
     def run_day():
         monkeypatch.setattr(stateful, "MODEL_CACHE", stateful.ModelCache())   # every batch loads the blob
-        function, state = stateful.make_state_function(CONF, "kafka"), GroupState()
+        function, state = stateful.make_state_function(SETTINGS, "kafka"), GroupState()
         rows = [row for lines, first in _batches(_day(), 25) for row in _run(function, state, lines, first)]
         return rows, state.value[0]
 
@@ -102,7 +102,7 @@ def test_records_naming_their_type_twice_are_answered_once_in_the_shards_spark_r
 
     def answers(shards: int) -> dict[str, list[str]]:
         """Each record's output kinds, over every shard `route` sends it to."""
-        function = stateful.make_state_function({"ensemblePlacementPolicy": "rackaware"}, "kafka", shards=shards)
+        function = stateful.make_state_function(ModelSettings(), "kafka", shards=shards)
         found: dict[str, list[str]] = {name: [] for name in records}
         for shard in range(shards):
             lines = bookies + [value for value in records.values() if shard in route(top_level(value), shards)[1]]
@@ -144,7 +144,7 @@ def test_the_dead_letter_of_a_record_the_engine_fails_on_says_where_it_came_from
     raw += [{"type": "ledger_create", "cluster": "c1", "time": 2_000 + n, "request_id": f"r{n}",
              "ensemble_size": 3, "write_quorum": 3, "ack_quorum": 2} for n in range(3)]
     lines = [json.dumps(r) for r in raw]
-    function = stateful.make_state_function(CONF, "kafka")
+    function = stateful.make_state_function(SETTINGS, "kafka")
     rows = [row for frame in function(("c1", 0), iter([_frame(lines, 40)]), GroupState())
             for row in frame.itertuples(index=False)]
     [letter] = [json.loads(value) for kind, _, _, value in rows if kind == "dead_letter"]
@@ -162,7 +162,7 @@ def test_a_record_whose_cluster_spark_read_otherwise_is_one_dead_letter_not_a_de
     monkeypatch.setattr(stateful, "MODEL_CACHE", stateful.ModelCache())
     record = '{"type":"ledger_create","cluster":"c2","time":5000,"request_id":"x","ensemble_size":1,' \
              '"write_quorum":1,"ack_quorum":1}'
-    function = stateful.make_state_function({"ensemblePlacementPolicy": "rackaware"}, "kafka")
+    function = stateful.make_state_function(ModelSettings(), "kafka")
     rows = [row for frame in function(("c1", 0), iter([_frame([record], 0)]), GroupState())
             for row in frame.itertuples(index=False)]
     assert [kind for kind, *_ in rows if kind != "decision"] == ["dead_letter"]

@@ -33,9 +33,9 @@ def _arrivals():
 def test_a_batch_stepped_in_slices_gives_the_outputs_of_the_whole_batch_in_order(monkeypatch):
     lines = _arrivals()
     whole_state, sliced_state = GroupState(), GroupState()
-    whole = _run(make_state_function(CONF, "kafka"), whole_state, lines, 0)
+    whole = _run(make_state_function(ModelSettings.from_conf(CONF), "kafka"), whole_state, lines, 0)
     monkeypatch.setattr(stateful, "SLICE_RECORDS", 7)
-    function = make_state_function(CONF, "kafka")
+    function = make_state_function(ModelSettings.from_conf(CONF), "kafka")
     frames = list(function(("c1", 0), iter([_frame(lines, 0)]), sliced_state))
     sliced = [tuple(row) for frame in frames for row in frame.itertuples(index=False)]
     assert len(frames) == -(-(len(lines) - 1) // 7), "one output frame per slice of 7 records"

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+from state.settings import ModelSettings
+
 PROBE = textwrap.dedent("""
     import gc, json, weakref
     from streaming.worker_gc import GC_THRESHOLD, tune_worker_gc
@@ -70,7 +72,7 @@ def test_every_executor_entry_point_tunes_the_worker_first(monkeypatch):
         monkeypatch.setattr(module, "tune_worker_gc", lambda name=module.__name__: calls.append(name))
     monkeypatch.setattr(stateful, "MODEL_CACHE", stateful.ModelCache())
 
-    function = stateful.make_state_function({"ensemblePlacementPolicy": "rackaware"}, "kafka")
+    function = stateful.make_state_function(ModelSettings(), "kafka")
     _run(function, GroupState(), _day()[:5], 0)
     reader = kafka_source.KafkaStreamReader(KafkaSourceSettings.from_options(
         {"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t"}))
@@ -130,7 +132,7 @@ def test_the_state_function_keeps_the_collector_paused_for_the_whole_group_and_t
     monkeypatch.setattr(state_step, "answer", answer_watched)
     monkeypatch.setattr(stateful, "MODEL_CACHE", stateful.ModelCache())
     monkeypatch.setattr(stateful, "SLICE_RECORDS", 20)   # several slices, so several yields
-    function = stateful.make_state_function({"ensemblePlacementPolicy": "rackaware"}, "kafka")
+    function = stateful.make_state_function(ModelSettings(), "kafka")
     lines = _day()
     frames = function(("c1", 0), iter([_frame(lines, 0)]), GroupState())
     on_at_yield = []
