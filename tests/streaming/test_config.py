@@ -5,9 +5,10 @@ from pathlib import Path
 import pytest
 
 from policies import create_policy
+from state.settings import ModelSettings
 from streaming.cli import main
 from streaming.config import ConfigError, load_conf, parse_properties
-from streaming.settings import DEFAULTS, EngineSettings
+from streaming.settings import DEFAULTS, EngineSettings, engine_settings
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
@@ -46,11 +47,28 @@ def test_engine_properties_lists_every_engine_key_with_its_default():
         assert listed[key] == default, f"{key}: documented {listed[key]!r}, code says {default!r}"
 
 
+SHIPPED_POLICIES = {"diskweighted": "rackaware", "engine": "rackaware", "isolated": "isolated",
+                    "rackaware": "rackaware", "regionaware": "regionaware", "zoneaware": "zoneaware"}
+POLICY_CLASSES = {"rackaware": "RackawarePolicy", "regionaware": "RegionawarePolicy",
+                  "zoneaware": "ZoneawarePolicy", "isolated": "IsolatedPolicy"}
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in CONF_DIR.glob("*.properties")))
-def test_every_shipped_config_builds_a_policy(name):
+def test_every_shipped_config_parses_and_builds_the_policy_it_names(name):
+    """Each file in conf/ parses into settings whose model runs the policy the file is named for,
+    and the policy built from it is that policy's class."""
     conf = load_conf(CONF_DIR / name)
-    EngineSettings.from_conf(conf)
-    create_policy({k: v for k, v in conf.items() if not k.startswith("engine.")})
+    settings = engine_settings(conf)
+    expected = SHIPPED_POLICIES[name.removesuffix(".properties")]
+    assert settings.model.placement.policy == expected
+    assert settings.model == ModelSettings.from_conf(conf)
+    policy = create_policy({k: v for k, v in conf.items() if not k.startswith("engine.")})
+    assert type(policy).__name__ == POLICY_CLASSES[expected]
+
+
+def test_the_shipped_disk_weighted_config_turns_disk_weights_on():
+    assert engine_settings(load_conf(CONF_DIR / "diskweighted.properties")).model.placement.disk_weighted
+    assert not engine_settings(load_conf(CONF_DIR / "rackaware.properties")).model.placement.disk_weighted
 
 
 def test_unknown_engine_key_is_rejected():
@@ -111,3 +129,14 @@ def test_an_interrupted_command_says_so_in_one_line_and_exits_130(monkeypatch, c
 def test_the_settings_defaults_are_the_documented_defaults():
     # EngineSettings() once said 50,000 records per replay trigger while DEFAULTS (and the README) say 200,000.
     assert EngineSettings() == EngineSettings.from_conf({})
+
+
+def test_engine_settings_hold_the_model_settings_and_the_policy_and_seed_as_written():
+    conf = {"ensemblePlacementPolicy": "org.apache.bookkeeper.client.RackawareEnsemblePlacementPolicy",
+            "engine.seed": "07", "engine.flapThreshold": "5"}
+    settings = engine_settings(conf)
+    assert settings.model == ModelSettings.from_conf(conf)
+    assert (settings.model.seed, settings.model.flap_threshold) == (7, 5)
+    assert (settings.configured_policy, settings.configured_seed) == (conf["ensemblePlacementPolicy"], "07")
+    with pytest.raises(ConfigError, match="engine.flapThreshold"):
+        engine_settings({"engine.flapThreshold": "0"})
