@@ -1,7 +1,7 @@
 """Strict zone-aware placement of one slot: BookKeeper's `setBookieInTheEnsemble`.
 
-Spec: bookkeeper-region-zone-isolation.md §3.4 (`fill(index)` and `candidates`), §3.2 (the zone and
-upgrade-domain rules), §3.3 (the default fault domain is never used in strict mode).
+Spec: bookkeeper-region-zone-isolation.md §3.4 (`fill(index)` and `candidates`); §3.3 and §3.5 (strict
+`newEnsemble` and `replaceBookie` fill slot by slot and never use the default fault domain).
 
 `fill_position` chooses the bookie of one slot: it keeps the zones of the slot's nearest
 neighbours distinct (as many as desiredNumZonesPerWriteQuorum asks, then fewer), and at worst only

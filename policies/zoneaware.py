@@ -22,9 +22,8 @@ pick draws from `RackWeights` with the distribution of BookKeeper's selector ove
 
 Stabilization (§3.8, `networkTopologyStabilizePeriodSeconds` > 0): a departed bookie stays usable
 for that many seconds of the injected clock, but only as a second attempt when the live cluster
-cannot satisfy a `new_ensemble` / `replace_bookie`. `PendingDepartures` below keeps those bookies.
-# TODO(merge): the rack-aware developer's `policies/stabilize.py` implements the same idea for the
-# rack-aware policy; the two may be merged later.
+cannot satisfy a `new_ensemble` / `replace_bookie`. The departures are `stabilize.PendingDepartures`,
+the rule the rack-aware policy's stabilized topology follows too.
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ from .read_order import add_missing_indices
 from .resolver import LocationResolver
 from .selection import WeightedSelector, pick_uniform, pick_weighted
 from .settings import PlacementSettings
+from .stabilize import PendingDepartures
 from .topology import LeafView
 from .zone_fill import Fill, fill_position
 from .zone_index import UNRESOLVED, ZoneIndex, ZoneUD, parse_zone_location
@@ -60,63 +60,6 @@ _SELECTOR_CACHE_LIMIT = 1024
 # From this write quorum up, adherence slides per-zone counts along the write sets (O(E)) instead of
 # building each write set (O(E x W), faster for the small quorums of everyday ledgers).
 _SLIDING_ADHERENCE_FROM = 8
-
-
-# -- stabilization ------------------------------------------------------------------------------
-
-
-class PendingDepartures:
-    """Departed bookies that stay usable for `period_s` seconds (BookKeeper's StabilizeNetworkTopology).
-
-    Java removes a departed leaf from the secondary tree `period` seconds after its *last*
-    departure; a rejoin cancels the removal. Here a departure records (location, departed_at) and a
-    rejoin forgets it; an entry is usable while `now < departed_at + period_s`. The snapshot shape
-    (`{"location", "departed_at"}`) is the one of `policies/stabilize.py`.
-    """
-
-    __slots__ = ("period_s", "_entries")
-
-    def __init__(self, period_s: float) -> None:
-        self.period_s = period_s
-        self._entries: dict[str, tuple[str, float]] = {}
-
-    def depart(self, bookie: str, location: str, now: float) -> None:
-        self._entries[bookie] = (location, now)
-
-    def rejoin(self, bookie: str) -> None:
-        self._entries.pop(bookie, None)
-
-    def expire(self, now: float) -> None:
-        """Forget every departure whose delay has run out at `now`."""
-        period = self.period_s
-        for bookie in [b for b, (_, left) in self._entries.items() if left + period <= now]:
-            del self._entries[bookie]
-
-    def active(self, now: float) -> dict[str, str]:
-        """bookie -> location of the departures still usable at `now` (sorted by bookie)."""
-        period = self.period_s
-        return {b: loc for b, (loc, left) in sorted(self._entries.items()) if left + period > now}
-
-    def location_of(self, bookie: str) -> str | None:
-        entry = self._entries.get(bookie)
-        return entry[0] if entry is not None else None
-
-    def expiries(self, now: float) -> dict[str, float]:
-        """bookie -> time (s) at which it stops being usable, for the departures still usable at `now`."""
-        period = self.period_s
-        return {b: left + period for b, (_, left) in sorted(self._entries.items()) if left + period > now}
-
-    def to_json(self) -> dict[str, dict[str, Any]]:
-        return {b: {"location": loc, "departed_at": left} for b, (loc, left) in sorted(self._entries.items())}
-
-    def load_json(self, data: Mapping[str, Mapping[str, Any]]) -> None:
-        self._entries = {str(b): (str(e["location"]), float(e["departed_at"])) for b, e in data.items()}
-
-    def __contains__(self, bookie: object) -> bool:
-        return bookie in self._entries
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
 
 # -- the policy ---------------------------------------------------------------------------------
@@ -142,7 +85,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         self.min_zones = settings.min_zones_per_write_quorum
         self.desired_zones = settings.desired_zones_per_write_quorum
         self.strict = settings.strict_zoneaware
-        self.pending = PendingDepartures(settings.stabilize_period_s)
+        self.departures = PendingDepartures(settings.stabilize_period_s)
         self._index: ZoneIndex | None = None
         self._stabilized: tuple[tuple[str, ...], ZoneIndex] | None = None
         self._parsed: dict[str, ZoneUD] = {}
@@ -161,19 +104,19 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         always empty.
         """
         dead = super().on_cluster_changed(writable, readonly, changed=changed)
-        if self.pending.period_s > 0:
+        if self.departures.period_s > 0:
             # BK quirk (spec region-zone-isolation.md §3.8, rackaware App. A #1): with stabilization
             # the wrapper answers the secondary's dead set, which is always empty; kept, documented.
             return set()
         return dead
 
     def handle_bookies_that_left(self, bookies: list[str]) -> None:
-        if self.pending.period_s > 0:
+        if self.departures.period_s > 0:
             departing = [(b, self.known[b]) for b in bookies if b in self.known]
             if departing:
                 now = self.clock()
                 for bookie, location in departing:
-                    self.pending.depart(bookie, location, now)
+                    self.departures.depart(bookie, location, now)
         super().handle_bookies_that_left(bookies)
         self._changed()
 
@@ -181,7 +124,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         super().handle_bookies_that_joined(bookies)
         for bookie in bookies:
             if bookie in self.known:
-                self.pending.rejoin(bookie)
+                self.departures.cancel(bookie)
         self._changed()
 
     def move_bookie(self, bookie: str, old: str, new: str) -> None:
@@ -193,20 +136,20 @@ class ZoneawarePolicy(TopologyAwarePolicy):
 
     def pending_leaves(self) -> dict[str, float]:
         """Departed bookies still usable as a second attempt: bookie -> expiry time (clock seconds)."""
-        if self.pending.period_s <= 0 or not len(self.pending):
+        if self.departures.period_s <= 0 or not len(self.departures):
             return {}
-        return self.pending.expiries(self.clock())
+        return self.departures.expiries(self.clock())
 
     def export_state(self) -> dict[str, Any]:
         state = super().export_state()
-        if self.pending.period_s > 0 and len(self.pending):
-            self.pending.expire(self.clock())
-            state["pending_leaves"] = self.pending.to_json()
+        if self.departures.period_s > 0 and len(self.departures):
+            self.departures.expire(self.clock())
+            state["pending_leaves"] = self.departures.to_json()
         return state
 
     def import_state(self, state: Mapping[str, Any]) -> None:
         super().import_state(state)
-        self.pending.load_json(state.get("pending_leaves", {}))
+        self.departures.load_json(state.get("pending_leaves", {}))
         self._changed()
 
     # -- locations ----------------------------------------------------------------------------------
@@ -215,7 +158,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         """(zone, upgrade domain) of any bookie: known, recently departed, or freshly resolved."""
         location = self.known.get(bookie)
         if location is None:
-            location = self.pending.location_of(bookie)
+            location = self.departures.location_of(bookie)
         if location is None:
             try:
                 location = self.resolve_location(bookie)
@@ -236,8 +179,8 @@ class ZoneawarePolicy(TopologyAwarePolicy):
 
     def _stabilized_index(self, now: float) -> ZoneIndex | None:
         """The live cluster plus departures still within the delay; None when there are none."""
-        self.pending.expire(now)
-        active = self.pending.active(now)
+        self.departures.expire(now)
+        active = self.departures.usable(now)
         if not active:
             return None
         key = tuple(active)
@@ -288,7 +231,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
     def _on_retry(self, first: NotEnoughBookiesError, index: ZoneIndex, method: Any, *args: Any) -> PlacementResult:
         """Run `method` on the stabilized index after `first` failed on the live one; both attempts'
         steps go into the explanation (of the result, or of the error when the retry fails too)."""
-        note = _retried_note(self.pending)
+        note = _retried_note(self.departures)
         try:
             result = method(*args)
         except NotEnoughBookiesError as exc:
@@ -298,7 +241,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         return PlacementResult(result.ensemble, result.adherence, result.bookie, explain)
 
     def _retry_index(self) -> ZoneIndex | None:
-        if self.pending.period_s <= 0 or not len(self.pending):
+        if self.departures.period_s <= 0 or not len(self.departures):
             return None
         return self._stabilized_index(self.clock())
 
@@ -666,7 +609,8 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         assert set(self.known) == set(self.topology.bookies())
         for bookie, location in self.known.items():
             assert self.topology.rack_of(bookie) == location
-        assert not any(b in self.pending for b in self.known)
+        self.departures.check_invariants()
+        assert not any(b in self.departures for b in self.known)
         index = self._live_index()
         assert sorted(index.flat) == sorted(self.known)
         for rack in index.racks:
@@ -753,6 +697,6 @@ def _check_sizes(ensemble_size: int, write_quorum: int) -> None:
 
 
 
-def _retried_note(pending: PendingDepartures) -> str:
+def _retried_note(departures: PendingDepartures) -> str:
     return (f"retried on the stabilized topology (departed bookies kept usable for "
-            f"networkTopologyStabilizePeriodSeconds={pending.period_s:g})")
+            f"networkTopologyStabilizePeriodSeconds={departures.period_s:g})")

@@ -10,7 +10,7 @@ import pytest
 
 from policies import Adherence, BookieInfo, NotEnoughBookiesError
 from policies.errors import InvalidTopologyError
-from policies.stabilize import StabilizedTopology
+from policies.stabilize import PendingDepartures, StabilizedTopology
 
 D = "/default-region/default-rack"
 A1, A2, A3, A4 = "127.0.0.2:3181", "127.0.0.3:3181", "127.0.0.4:3181", "127.0.0.5:3181"
@@ -210,6 +210,67 @@ def test_departures_expire_at_their_own_times_whatever_the_order_of_changes():
                 topology = topology.copy()
             topology.check_invariants()
             assert topology.pending == reference
+
+
+def test_pending_departures_follow_a_plain_record_of_departures():
+    """`PendingDepartures` (the one mechanism of the rack- and zone-aware policies) against a plain
+    bookie -> (location, departed_at) record: over random departures, restarts, cancellations,
+    snapshots, copies and clock readings, the same departures expire at the same readings and the
+    queries answer the same."""
+    period = 10
+    for seed in range(60):
+        g = random.Random(seed)
+        departures = PendingDepartures(period)
+        reference: dict[str, tuple[str, float]] = {}
+        now = 0.0
+        bookies = [f"b{i}" for i in range(8)]
+        for _ in range(120):
+            now += g.choice([0.0, 0.5, 3.0, 7.0])
+            if g.random() < 0.7:
+                expected = sorted(b for b, (_, left) in reference.items() if left + period <= now)
+                for bookie in expected:
+                    del reference[bookie]
+                assert sorted(departures.expire(now)) == expected, (seed, now)
+            assert departures.usable(now) == {b: loc for b, (loc, left) in sorted(reference.items())
+                                              if left + period > now}
+            assert departures.expiries(now) == {b: left + period for b, (_, left) in sorted(reference.items())
+                                                if left + period > now}
+            assert departures.expiries() == {b: left + period for b, (_, left) in sorted(reference.items())}
+            bookie = g.choice(bookies)
+            op = g.random()
+            if op < 0.5:
+                location = f"/z{g.randrange(3)}/u{g.randrange(2)}"
+                left = now - g.choice([0.0, 0.0, 4.0, 9.0])
+                departures.depart(bookie, location, left)
+                reference[bookie] = (location, left)
+            elif op < 0.8:
+                departures.cancel(bookie)
+                reference.pop(bookie, None)
+            elif op < 0.9:
+                departures.load_json(json.loads(json.dumps(departures.to_json())))
+            else:
+                departures = departures.copy()
+            departures.check_invariants()
+            assert set(departures.departed_at) == set(reference) and len(departures) == len(reference)
+            assert all(departures.location_of(b) == loc for b, (loc, _) in reference.items())
+            assert departures.to_json() == {b: {"location": loc, "departed_at": left}
+                                            for b, (loc, left) in sorted(reference.items())}
+
+
+def test_pending_departures_read_both_snapshot_shapes():
+    """The zone-aware shape (`location`, `departed_at`) and the stabilized topology's (plus
+    `"set_aside": true`) load into the one class and are written back unchanged."""
+    zone = {"b:3181": {"location": "/z1/u1", "departed_at": 12.5}, "a:3181": {"location": "/z2/u1", "departed_at": 3}}
+    departures = PendingDepartures(60)
+    departures.load_json(zone)
+    assert departures.to_json() == {"a:3181": {"location": "/z2/u1", "departed_at": 3.0},
+                                    "b:3181": {"location": "/z1/u1", "departed_at": 12.5}}
+    assert departures.expiries() == {"a:3181": 63.0, "b:3181": 72.5}
+    rack = {"a:3181": {"location": "/r1", "departed_at": 1.0, "set_aside": True},
+            "b:3181": {"location": "/x/r2", "departed_at": 2.0}}
+    assert PendingDepartures.entries_from_json(rack) == [("a:3181", "/r1", 1.0, True), ("b:3181", "/x/r2", 2.0, False)]
+    departures.load_json(rack)
+    assert departures.to_json({"a:3181"}) == rack
 
 
 # -- locations of another depth (regression: the secondary refused them while departed leaves of the
