@@ -8,7 +8,8 @@ median cap (§7.3), always from the injected `random.Random`. Candidate sequence
 rack-indexed topology (`rack_index.py`), so a pick costs what the scope's shape and the rejections
 cost, not what the number of bookies costs.
 
-`RackSelection` is a mixin of `RackawarePolicyImpl`; the host provides `_tick` (the clock read of a
+`check_sizes` is the size check every public placement call runs first. `RackSelection` is a mixin
+of `RackawarePolicyImpl`; the host provides `_tick` (the clock read of a
 public call) and `enforce_durability`. The `SCOPE_*` and `STEP_*` names are the `scope` and `step`
 values of the provenance steps (`provenance.py`) every rack-aware module records.
 """
@@ -49,6 +50,17 @@ class Ensemble(Protocol):
     """BookKeeper's `Ensemble<BookieNode>`: records a chosen bookie; False when it refuses it."""
 
     def add_node(self, bookie: str) -> bool: ...
+
+
+def check_sizes(ensemble_size: int, write_quorum: int, ack_quorum: int) -> None:
+    """Raise ValueError naming the first size that is not a non-negative integer."""
+    if type(ensemble_size) is int and type(write_quorum) is int and type(ack_quorum) is int and (
+            ensemble_size >= 0 and write_quorum >= 0 and ack_quorum >= 0):
+        return
+    for name, value in (("ensemble_size", ensemble_size), ("write_quorum", write_quorum),
+                        ("ack_quorum", ack_quorum)):
+        if not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name}: expected a non-negative integer, got {value!r}")
 
 
 class _RegionRefused(Exception):

@@ -1,7 +1,7 @@
 """Adherence over sliding write sets equals the write-set-by-write-set definition.
 
 The rack-aware, zone-aware and region-aware adherence checks keep per-location counts as the write set
-slides along the ensemble (O(E)) from a write quorum of `_SLIDING_ADHERENCE_FROM` up. Each test below
+slides along the ensemble (O(E)) from a write quorum of `SLIDING_ADHERENCE_FROM` up. Each test below
 compares a policy's answer with a reference written straight from the spec (build every write set
 i .. i+W-1 mod E, judge it), over many random ensembles from fixed seeds: racks that repeat, unknown
 bookies, default-rack members, repeated members, W from 1 to past E.
@@ -13,7 +13,7 @@ import random
 from collections import Counter
 
 from policies import Adherence, create_policy
-from policies.rackaware import _write_sets_span
+from policies.rack_adherence import _write_sets_span
 from policies.zoneaware import UNRESOLVED, _count_short_write_sets, _slide_zone_adherence
 
 from .conftest import ManualClock, build_policy
