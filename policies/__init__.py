@@ -4,11 +4,12 @@ Public surface (CONTRACT §1)::
 
     from policies import create_policy, Adherence, PlacementResult, BookieInfo, HealthInfo
     from policies import PlacementError, NotEnoughBookiesError
+    from policies import PlacementPolicy       # the interface every policy implements
 
 This package never imports Spark, pandas or the engine's other packages.
 """
 
-from .api import Adherence, BookieInfo, HealthInfo, PlacementResult
+from .api import Adherence, BookieInfo, HealthInfo, PlacementPolicy, PlacementResult
 from .errors import NotEnoughBookiesError, PlacementError
 from .factory import create_policy
 
@@ -18,6 +19,7 @@ __all__ = [
     "HealthInfo",
     "NotEnoughBookiesError",
     "PlacementError",
+    "PlacementPolicy",
     "PlacementResult",
     "create_policy",
 ]

@@ -10,6 +10,9 @@ location is invalid or of the wrong depth fails to join: it stays unknown, its r
 
 Subclasses override the `handle_bookies_that_left` / `handle_bookies_that_joined` hooks (the
 rack-aware wrapper forwards them to its stabilized secondary; region-aware to its per-region policies).
+`TopologyAwarePolicy` also gives every member of the `PlacementPolicy` interface (`policies.api`) a
+default with the right meaning for a policy that does not override it (no regions, no relaxations,
+no stabilization, rack info handed over whole).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, M
 from itertools import repeat
 from typing import Any
 
-from .api import BookieInfo
+from .api import BookieInfo, PlacementResult, RackEntries
 from .errors import InvalidLocationError, InvalidTopologyError, UnsupportedOperationError
 from .location import DEFAULT_RACK
 from .resolver import LocationResolver, RackInfo
@@ -107,6 +110,9 @@ class TopologyAwarePolicy:
 
     name = "topology-aware"
     default_location = DEFAULT_RACK
+    #: A twin over a stabilized topology that keeps the same membership (the rack-aware policy's,
+    #: when a stabilization period is set); None for the others.
+    secondary: TopologyAwarePolicy | None = None
 
     def __init__(self, settings: PlacementSettings, resolver: LocationResolver, clock: Clock,
                  features: MutableMapping[str, int], default_location: str | None = None) -> None:
@@ -137,6 +143,18 @@ class TopologyAwarePolicy:
         """A known bookie's location, else a freshly resolved one (for excluded or departed bookies)."""
         location = self.known.get(bookie)
         return location if location is not None else self.resolve_location(bookie)
+
+    def known_location(self, bookie: str) -> str | None:
+        """Where a known bookie is placed; None for a bookie the policy does not know."""
+        return self.known.get(bookie)
+
+    def disallowed_regions(self) -> list[str]:
+        """Regions placement is switched off in right now: none (only the region-aware policy has them)."""
+        return []
+
+    def region_of_bookie(self, bookie: str) -> str | None:
+        """The bookie's region: None (only the region-aware policy has regions)."""
+        return None
 
     def is_feature_on(self, name: str) -> bool:
         """A feature switch is on when its availability is > 0 (missing = off)."""
@@ -235,6 +253,36 @@ class TopologyAwarePolicy:
         changed = self.resolver.update_rack_info(rack_info)
         self.on_bookie_rack_change(changed)
 
+    def update_rack_entries(self, entries: RackEntries) -> bool:
+        """Replace the rack-info listings of `entries`' bookies (`{bookie: {group: {"rack", "hostname"}}}`,
+        `{}` to unlist one): `update_rack_info` with the whole rack info so changed, which this default
+        builds. Policies that can take the changed listings alone override it (the rack-aware one).
+
+        Returns:
+            Whether isolation-group membership changed. Cost: O(rack info).
+        """
+        rack_info = self.resolver.rack_info
+        membership_changed = False
+        for bookie, listing in entries.items():
+            before = tuple(group for group, members in sorted(rack_info.items()) if bookie in members)
+            for group in before:
+                members = rack_info[group]
+                del members[bookie]
+                if not members:
+                    del rack_info[group]
+            for group, info in listing.items():
+                rack_info.setdefault(group, {})[bookie] = dict(info)
+            membership_changed = membership_changed or before != tuple(sorted(listing))
+        self.update_rack_info(rack_info)
+        return membership_changed
+
+    def restore_readonly(self, readonly: Iterable[str]) -> None:
+        """Set the read-only set, here and in the stabilized twin (a snapshot written under
+        `placement.compat.keepStaleReadOnlySet`, restored without it)."""
+        self.readonly = frozenset(readonly)
+        if self.secondary is not None:
+            self.secondary.restore_readonly(self.readonly)
+
     def update_bookie_info(self, infos: Mapping[str, BookieInfo]) -> None:
         """Weights = free disk of every known bookie; unreported known bookies get 0 (spec §7.2).
 
@@ -257,7 +305,7 @@ class TopologyAwarePolicy:
                           exclude: Iterable[str] | None, current_ensemble: list[str], *, rng=None):
         raise UnsupportedOperationError(f"the {self.name} policy does not implement replace_to_adhere")
 
-    # -- relaxation fixes (issue 5) --------------------------------------------------------------------
+    # -- relaxation fixes ------------------------------------------------------------------------------
 
     def is_relaxed(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int,
                    rule: Mapping[str, Any]) -> bool:
@@ -267,7 +315,7 @@ class TopologyAwarePolicy:
 
     def relaxation_fix(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
                        current_ensemble: Sequence[str], rule: Mapping[str, Any], exclude: Iterable[str] = (), *,
-                       rng: Any = None) -> Any:
+                       rng: Any = None) -> PlacementResult | None:
         """The fewest replacements that make `current_ensemble` stop depending on `rule`: None when it
         no longer does (or the rule is unknown), else a `PlacementResult` (empty and FAIL when no fix
         exists now). Policies override it for the rules they emit."""
@@ -293,3 +341,9 @@ class TopologyAwarePolicy:
         self.readonly = frozenset(state.get("readonly", ()))
         self.weights = dict(state.get("weights", {}))
         self.join_failures = dict(state.get("join_failures", {}))
+
+    def check_invariants(self) -> None:
+        """Assert that every known bookie sits in the topology at its known location (tests only)."""
+        for bookie, location in self.known.items():
+            assert self.topology.rack_of(bookie) == location, f"{bookie}: known at {location}, " \
+                f"in the topology at {self.topology.rack_of(bookie)}"

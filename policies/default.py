@@ -5,7 +5,9 @@ Spec: bookkeeper-rackaware.md §2.3 (membership), §3 (placement), §7.3 (weight
 No topology: every writable bookie is a candidate, chosen uniformly at random or, with
 `diskWeightBasedPlacementEnabled`, in proportion to its free disk space (capped at
 `bookieMaxMultipleForWeightBasedPlacement` x the median). Every ensemble "adheres" (MEETS_STRICT).
-Locations are never resolved, so no bookie ever fails to join.
+Locations are never resolved, so no bookie ever fails to join. It implements the whole
+`PlacementPolicy` interface (`policies.api`): the location views answer "none" (`topology` and
+`known_location` are None, `join_failures` stays empty), and rack info is only kept in the resolver.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import random
 from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
-from .api import Adherence, BookieInfo, HealthInfo, PlacementResult
+from .api import Adherence, BookieInfo, HealthInfo, PlacementResult, RackEntries
 from .base import replace_in_ensemble
 from .errors import NotEnoughBookiesError, UnsupportedOperationError
+from .location import DEFAULT_RACK
 from .provenance import failed, unavailable
 from .read_order import add_missing_indices
 from .resolver import LocationResolver, RackInfo
@@ -31,20 +34,25 @@ class DefaultPolicy:
 
     Args:
         settings: parsed configuration (only the disk-weight keys matter).
-        resolver, clock, features: accepted for a uniform constructor; unused.
+        resolver: kept for rack info (an empty one when None); locations are never resolved.
+        clock, features: accepted for a uniform constructor; unused.
 
     Attributes:
         known: the writable bookies (ids).
         readonly: the read-only bookies (only kept for snapshots; reads are never reordered).
         weights: bookie -> free disk bytes (weighted mode).
+        join_failures: always empty (no bookie fails to join).
+        topology: None (placement ignores locations).
     """
 
     name = "default"
+    default_location = DEFAULT_RACK
+    topology: None = None
 
     def __init__(self, settings: PlacementSettings, resolver: LocationResolver | None = None,
                  clock: Clock | None = None, features: MutableMapping[str, int] | None = None) -> None:
         self.settings = settings
-        self.resolver = resolver
+        self.resolver = resolver if resolver is not None else LocationResolver()
         self.clock = clock
         self.features = features if features is not None else {}
         self.known: set[str] = set()
@@ -97,8 +105,27 @@ class DefaultPolicy:
 
     def update_rack_info(self, rack_info: RackInfo) -> None:
         """Kept in the resolver for consistency; locations do not matter to the default policy."""
-        if self.resolver is not None:
-            self.resolver.update_rack_info(rack_info)
+        self.resolver.update_rack_info(rack_info)
+
+    def update_rack_entries(self, entries: RackEntries) -> bool:
+        """Kept in the resolver, as `update_rack_info`; returns whether group membership changed."""
+        return self.resolver.update_rack_entries(entries)
+
+    def restore_readonly(self, readonly: Iterable[str]) -> None:
+        """Set the read-only set (a snapshot restored without `placement.compat.keepStaleReadOnlySet`)."""
+        self.readonly = frozenset(readonly)
+
+    def known_location(self, bookie: str) -> str | None:
+        """None: the default policy places without locations."""
+        return None
+
+    def disallowed_regions(self) -> list[str]:
+        """Empty: the default policy has no regions."""
+        return []
+
+    def region_of_bookie(self, bookie: str) -> str | None:
+        """None: the default policy has no regions."""
+        return None
 
     def update_bookie_info(self, infos: Mapping[str, BookieInfo]) -> None:
         """Merge disk reports into the weights (weighted mode).

@@ -12,6 +12,7 @@ import importlib
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
+from .api import PlacementPolicy
 from .resolver import LocationResolver, RackInfo
 from .settings import PlacementSettings
 
@@ -30,7 +31,7 @@ def _frozen_clock() -> float:
 
 def create_policy(conf: Mapping[str, Any], resolver: Mapping[str, str] | None = None,
                   clock: Callable[[], float] | None = None, rack_info: RackInfo | None = None,
-                  features: MutableMapping[str, int] | None = None):
+                  features: MutableMapping[str, int] | None = None) -> PlacementPolicy:
     """Build the policy named by `conf["ensemblePlacementPolicy"]` (default: rack-aware).
 
     Args:
@@ -51,7 +52,7 @@ def create_policy(conf: Mapping[str, Any], resolver: Mapping[str, str] | None = 
 
 def policy_from_settings(settings: PlacementSettings, *, resolver: Mapping[str, str] | None = None,
                          clock: Callable[[], float] | None = None, rack_info: RackInfo | None = None,
-                         features: MutableMapping[str, int] | None = None):
+                         features: MutableMapping[str, int] | None = None) -> PlacementPolicy:
     """`create_policy` from settings already parsed (the cluster model builds a policy on every load
     of its snapshot, with the settings it parsed once). Arguments as for `create_policy`."""
     module_name, class_name = POLICY_IMPLEMENTATIONS[settings.policy]

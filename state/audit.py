@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from events.model import positional_builder
-from policies import Adherence, PlacementError
+from policies import Adherence, PlacementError, PlacementPolicy
 from policies.base import distinct_per_write_set
 
 from . import outputs
@@ -83,11 +83,15 @@ _MAX_RELAXED_NOTES = 5
 class MembershipView(Protocol):
     """What the audit reads of a cluster (a `ClusterModel` is one)."""
 
-    policy: Any
+    policy: PlacementPolicy
     writable: set[str]
     readonly: set[str]
     pending: Mapping[str, float]
     version: int
+    rack_info_stale: bool
+
+    def prepare_request(self) -> None:
+        """Hand deferred state (rack info, disk reports) to the policy."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,10 +263,10 @@ class LedgerAudit:
     def _plainly_placed(view: MembershipView, members: tuple[str, ...]) -> bool:
         """Every member writable and placed, none pending, no region disallowed. O(E)."""
         writable = view.writable
-        known = getattr(view.policy, "known", None)
+        known = view.policy.known
         pending = view.pending
         for member in members:
-            if member not in writable or (known is not None and member not in known) or (pending and member in pending):
+            if member not in writable or member not in known or (pending and member in pending):
                 return False
         return not _disallowed_regions(view.policy)
 
@@ -378,9 +382,7 @@ class LedgerAudit:
         if not rules:
             return []
         _current_rack_info(view)
-        check = getattr(view.policy, "is_relaxed", None)
-        if check is None:
-            return rules
+        check = view.policy.is_relaxed
         members = list(entry.ensemble)
         kept = []
         for rule in rules:
@@ -411,14 +413,14 @@ class LedgerAudit:
             return None
         policy = view.policy
         writable, readonly = view.writable, view.readonly
-        known = getattr(policy, "known", None)
+        known = policy.known
         problems: list[str] = []
         unavailable: list[str] = []
         severe = False
         disallowed = _disallowed_regions(policy)
         for member in dict.fromkeys(members):
             if member in writable:
-                if known is not None and member not in known:
+                if member not in known:
                     problems.append(f"{member} is writable but not placed: its location is unusable (join failed)")
                     unavailable.append(member)
                     severe = True
@@ -487,14 +489,13 @@ class LedgerAudit:
         return {"possible": True, "ensemble": current, "replace": changes, "adherence": adherence.name}
 
     @staticmethod
-    def _without_relaxations(policy: Any, entry: AuditEntry, current: list[str], avoid: tuple[str, ...],
+    def _without_relaxations(policy: PlacementPolicy, entry: AuditEntry, current: list[str], avoid: tuple[str, ...],
                              rng: random.Random) -> list[str]:
         """`current` after each of the ledger's relaxations that the policy can remove now, in order."""
-        fix = getattr(policy, "relaxation_fix", None)
-        if fix is None or not entry.rules:
+        if not entry.rules:
             return current
         for rule in entry.rules:
-            placed = fix(len(current), entry.write_quorum, entry.ack_quorum, current, rule, avoid, rng=rng)
+            placed = policy.relaxation_fix(len(current), entry.write_quorum, entry.ack_quorum, current, rule, avoid, rng=rng)
             if placed is not None and placed.ensemble:
                 current = list(placed.ensemble)
         return current
@@ -657,7 +658,7 @@ def _verdicts(view: MembershipView) -> dict[tuple, Verdict | None] | None:
     info is still deferred (a snapshot of an earlier engine): the pass's first fix hands it over, and
     verdicts before and after could differ.
     """
-    return None if getattr(view, "rack_info_stale", False) else {}
+    return None if view.rack_info_stale else {}
 
 
 def _current_rack_info(view: MembershipView) -> None:
@@ -666,35 +667,29 @@ def _current_rack_info(view: MembershipView) -> None:
     The model defers it until a request needs it (`ClusterModel.prepare_request`); a fix or a
     relaxation check needs it too. Cost: O(1) when nothing is deferred.
     """
-    prepare = getattr(view, "prepare_request", None)
-    if prepare is not None:
-        prepare()
+    view.prepare_request()
 
 
 def _fix_rng(seed: int, cluster: str, key: str, version: int) -> random.Random:
     return seeded_random(int(outputs.stable_id("audit-fix", str(seed), cluster, key, str(version)), 16))
 
 
-def _disallowed_regions(policy: Any) -> frozenset[str]:
-    regions = getattr(policy, "disallowed_regions", None)
-    if regions is None or not hasattr(policy, "region_of_bookie"):
-        return frozenset()
-    return frozenset(regions())
+def _disallowed_regions(policy: PlacementPolicy) -> frozenset[str]:
+    return frozenset(policy.disallowed_regions())
 
 
-def _describe_fail(policy: Any, entry: AuditEntry) -> str:
+def _describe_fail(policy: PlacementPolicy, entry: AuditEntry) -> str:
     """Name the write set with the fewest distinct locations (placed members only)."""
-    known = getattr(policy, "known", None)
     members = entry.ensemble
     size, quorum = len(members), entry.write_quorum
-    settings = getattr(policy, "settings", None)
-    needed = getattr(settings, "min_racks_per_write_quorum", None)
-    if not isinstance(known, Mapping) or size == 0:
+    needed = policy.settings.min_racks_per_write_quorum
+    if policy.topology is None or size == 0:
         return "the policy's rules are not met (adherence FAIL)"
-    count, start = _narrowest_write_set([known.get(b) for b in members], quorum)
+    located = [policy.known_location(b) for b in members]
+    count, start = _narrowest_write_set(located, quorum)
     bookies = [members[(start + j) % size] for j in range(quorum)]
-    locations = sorted({known[b] for b in bookies if b in known})
-    rule = f"; needs {min(quorum, needed)}" if isinstance(needed, int) else ""
+    locations = sorted({located[(start + j) % size] for j in range(quorum)} - {None})
+    rule = f"; needs {min(quorum, needed)}"
     return (f"adherence FAIL: write set {start} ({', '.join(bookies)}) spans {count} location(s)"
             f" ({', '.join(locations) or 'none placed'}){rule}")
 

@@ -38,9 +38,12 @@ over when a request needs it, which is exact because only placement reads weight
 (`update_rack_info`) is handed over at the event that changed it, as Pulsar's watch fires: besides
 group membership it retries the moves of listed bookies that failed, and whether a retry succeeds
 depends on who is there at that moment, so it cannot wait for a request (a shard of the cluster that
-gets no request would retry later than one that does). The rack-aware and isolation policies take
-the listings that changed alone (`update_rack_entries`, O(changed bookies)); the others, and the
-first hand-over after a snapshot restore, the whole rack info (O(rack info)).
+gets no request would retry later than one that does). The policy gets the listings that changed
+(`update_rack_entries`): O(changed bookies) for the rack-aware and isolation policies, which take
+them alone, O(rack info) for the others; the first hand-over after a snapshot restore is of the
+whole rack info (O(rack info)).
+
+The model reads its policy only through the `policies.PlacementPolicy` interface.
 
 (About 750 lines: one class whose handlers share the model's indexes, plus its self-check.)
 """
@@ -50,7 +53,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,9 +66,8 @@ from events.model import (
     ClusterView,
     FeatureSet,
 )
-from policies import BookieInfo
+from policies import BookieInfo, PlacementPolicy
 from policies.factory import policy_from_settings
-from policies.location import DEFAULT_RACK
 from policies.resolver import host_of, pulsar_rack
 from policies.settings import PlacementSettings
 
@@ -150,7 +152,7 @@ class ClusterModel:
         self._pending_heap: list[tuple[float, str, float]] = []
         self._history_heap: list[tuple[int, str, int]] = []
         self._flap_heap: list[tuple[int, str, int]] = []
-        self.policy = self.new_policy()
+        self.policy: PlacementPolicy = self.new_policy()
         # Issue 5: the ledger audit and the topology-health alerts (fed by `health.after_record`).
         self.audit = LedgerAudit(cluster, settings.audit_max_ledgers, settings.audit_ttl_s * 1000, settings.seed)
         self.health = TopologyHealth(cluster)
@@ -165,14 +167,14 @@ class ClusterModel:
     def _clock(self) -> float:
         return self.clock_ms / 1000
 
-    def new_policy(self):  # noqa: ANN201 - the policy protocol lives in policies
+    def new_policy(self) -> PlacementPolicy:
         """A policy over the model's mapping, rack info and features (as they are now)."""
         return policy_from_settings(self.placement, resolver=self.mapping, clock=self._clock,
                                     rack_info=self.rack_info, features=self.features)
 
     @property
     def default_location(self) -> str:
-        return getattr(self.policy, "default_location", DEFAULT_RACK)
+        return self.policy.default_location
 
     # -- time ------------------------------------------------------------------------------------
 
@@ -433,7 +435,7 @@ class ClusterModel:
 
         Call before the policy hears of it (the policy still knows it).
         """
-        if self.stabilize_period_s and bookie in getattr(self.policy, "known", ()) and bookie not in self.pending:
+        if self.stabilize_period_s and bookie in self.policy.known and bookie not in self.pending:
             left_s = self.now_s
             self.pending[bookie] = left_s
             self.pending_serial += 1
@@ -500,12 +502,12 @@ class ClusterModel:
             self.flush_rack_info()
         # The policy retries the bookies whose join failed: one that left before, and was writable
         # again without a usable location, joins now, and returns as surely as a plain joiner.
-        retried = tuple(getattr(self.policy, "join_failures", None) or ())
+        retried = tuple(self.policy.join_failures)
         changed, self.membership_changed = self.membership_changed, set()
         self.policy.on_cluster_changed(self.writable, self.readonly, changed=changed)
-        known = getattr(self.policy, "known", None)
+        known = self.policy.known
         for bookie in (*joined, *retried):
-            if bookie in self.pending and (known is None or bookie in known):
+            if bookie in self.pending and bookie in known:
                 self._end_pending(bookie)    # back inside the window: the pending leave is cancelled
         if self.placement.disk_weighted and not self.disk_stale:
             # A joiner starts at weight 0 in the policy; it gets its reported disk at the next request.
@@ -524,11 +526,10 @@ class ClusterModel:
         mapping = self.mapping
         if any(bookie not in mapping for bookie in joined):
             return True
-        failures = getattr(self.policy, "join_failures", None) or {}
-        return any(bookie not in mapping for bookie in failures)
+        return any(bookie not in mapping for bookie in self.policy.join_failures)
 
     def _join_failure_alerts(self) -> list[Output]:
-        current = getattr(self.policy, "join_failures", None) or {}
+        current = self.policy.join_failures
         if not current and not self.join_failures:
             return []
         alerts = []
@@ -630,32 +631,30 @@ class ClusterModel:
             return []
         if self.rack_info_stale and any(b not in self.mapping for b in affected):
             self.flush_rack_info()
-        known = getattr(self.policy, "known", None)
-        if known is not None and any(b not in known for b in affected):
+        known = self.policy.known
+        if any(b not in known for b in affected):
             return self._cluster_changed((), report=report)
         self.policy.on_bookie_rack_change(affected)
         return self._join_failure_alerts() if report else []
 
     def location_of(self, bookie: str) -> str | None:
         """Where the bookie is placed: the policy's answer for a known bookie, else its own mapping entry."""
-        known = getattr(self.policy, "known", None)
-        if isinstance(known, Mapping) and bookie in known:
-            return known[bookie]
-        return self.mapping.get(bookie)
+        location = self.policy.known_location(bookie)
+        return location if location is not None else self.mapping.get(bookie)
 
     # -- deferred whole-map updates ----------------------------------------------------------------
 
     def flush_rack_info(self) -> None:
         """Hand the current rack info to the policy (Pulsar's `/bookies` watch firing).
 
-        A policy that takes `update_rack_entries` (the rack-aware and isolation policies) gets only
-        the listings that changed, with the same effect: O(changed bookies + join failures). Others,
-        and the first hand-over after a snapshot restore, get the whole rack info: O(rack info).
+        The policy gets only the listings that changed (`update_rack_entries`), with the effect of the
+        whole rack info: O(changed bookies + join failures) for the rack-aware and isolation policies,
+        which take them alone, O(rack info) for the others. The first hand-over after a snapshot
+        restore is of the whole rack info: O(rack info).
         """
         self.rack_info_stale = False
         dirty, self.rack_info_dirty = self.rack_info_dirty, set()
-        update_entries = getattr(self.policy, "update_rack_entries", None)
-        if dirty is None or update_entries is None:
+        if dirty is None:
             self.policy.update_rack_info(self.rack_info)
             return
         entries = {}
@@ -663,7 +662,7 @@ class ClusterModel:
             facts = self.facts.get(bookie)
             group = facts.group if facts is not None else None
             entries[bookie] = {} if group is None else {group: self.rack_info[group][bookie]}
-        update_entries(entries)
+        self.policy.update_rack_entries(entries)
 
     def flush_disk(self) -> None:
         """Hand the full disk map to the policy (`updateBookieInfo`, spec §7.2). O(bookies)."""
@@ -705,7 +704,8 @@ class ClusterModel:
         registered = writable | readonly
         assert not (self.absent_since.keys() & registered), "a registered bookie is marked absent"
         assert self.lost <= self.absent_since.keys(), "a lost bookie has no absence time"
-        known = getattr(self.policy, "known", {})
+        policy = self.policy
+        known = policy.known
         for bookie in set(self.pending) & writable:
             assert bookie not in known, f"pending leave of {bookie}, which is writable and known"
         assert len(self.pending_log) <= self.pending_serial, "more logged pending changes than changes"
@@ -729,40 +729,33 @@ class ClusterModel:
         assert self.mapping == expected_mapping, "mapping differs from the bookies' facts"
         assert self.rack_info == expected_racks, "rack info differs from the bookies' facts"
         assert self.rack_info_stale or not self.rack_info_dirty, "rack-info changes recorded, none pending"
-        resolver = getattr(self.policy, "resolver", None)
-        if resolver is not None and self.rack_info_dirty is not None:
+        resolver = policy.resolver
+        if self.rack_info_dirty is not None:
             # What the policy holds is the model's rack info but for the listings still to hand over.
             dirty = self.rack_info_dirty
             theirs, mine = ({group: {b: entry for b, entry in members.items() if b not in dirty}
                              for group, members in info.items()} for info in (resolver.rack_info, self.rack_info))
             assert {g: m for g, m in theirs.items() if m} == {g: m for g, m in mine.items() if m}, \
                 "the policy's rack info differs from the model's beyond the changes to hand over"
-        if resolver is not None:
-            resolver.check_invariants()
+        resolver.check_invariants()
         for bookie in self.disk:
             assert bookie in registered or bookie in self.absent_since, f"disk report of {bookie} never expires"
         assert self.flapping <= self.flaps.keys(), "a flapping bookie has no departures"
         for times in self.flaps.values():
             assert list(times) == sorted(times), "flap times out of order"
-        policy = self.policy
-        if hasattr(policy, "known"):
-            known = set(policy.known)
-            assert known <= writable, f"policy knows non-writable bookies {sorted(known - writable)}"
-            failures = getattr(policy, "join_failures", {})
-            missing = writable - known
-            assert missing <= failures.keys(), f"writable bookies neither known nor failed: {sorted(missing)}"
-        policy_readonly = getattr(policy, "readonly", None)
-        if policy_readonly is not None and not self.placement.keep_stale_readonly_set:
-            assert set(policy_readonly) == readonly, "policy's read-only set differs"
+        known_set = set(known)
+        assert known_set <= writable, f"policy knows non-writable bookies {sorted(known_set - writable)}"
+        missing = writable - known_set
+        assert missing <= policy.join_failures.keys(), f"writable bookies neither known nor failed: {sorted(missing)}"
+        if not self.placement.keep_stale_readonly_set:
+            assert set(policy.readonly) == readonly, "policy's read-only set differs"
         if self.stabilize_period_s:
             theirs = policy.pending_leaves()
             mine = self.pending_leaves()
             assert theirs.keys() == mine.keys(), f"pending leaves differ: policy {sorted(theirs)} model {sorted(mine)}"
             for bookie, expiry in mine.items():
                 assert abs(theirs[bookie] - expiry) < 1e-6, f"{bookie}: expiry {theirs[bookie]} != {expiry}"
-        check = getattr(policy, "check_invariants", None)
-        if check is not None:
-            check()
+        policy.check_invariants()
         self.audit.check_invariants()
 
 

@@ -90,7 +90,7 @@ class TopologyHealth:
             self.flapping = set(model.flapping)
         failures = model.join_failures
         if failures.keys() != self.join_failed:
-            known = getattr(model.policy, "known", ())
+            known = model.policy.known
             for bookie in sorted(self.join_failed - failures.keys()):
                 joined = bookie in known
                 produced.append(self._resolved(
@@ -153,9 +153,9 @@ class TopologyHealth:
 
     def _default_rack_changes(self, model: Any, touched: Iterable[str], time_ms: int, key: str) -> list[Output]:
         policy = model.policy
-        known = getattr(policy, "known", None)
-        topology = getattr(policy, "topology", None)
-        if not isinstance(known, Mapping) or topology is None:
+        known = policy.known
+        topology = policy.topology
+        if topology is None:
             return []                  # the default policy has no locations
         default = policy.default_location
         # enforceMinNumRacksPerWriteQuorum excludes default-rack bookies only in these policies (spec §4.3).
@@ -169,7 +169,7 @@ class TopologyHealth:
             candidates |= {b for b in topology.bookies_in(default) if b in known} if in_default else set()
         produced: list[Output] = []
         for bookie in sorted(candidates):
-            located = known.get(bookie) == default
+            located = policy.known_location(bookie) == default
             severity = outputs.WARNING if enforced else outputs.INFO if mixed else None
             wanted = severity if located else None
             current = self.default_rack.get(bookie)
@@ -334,8 +334,8 @@ def _observe(model: Any, touched: set[str], improving: bool, wide: bool, trigger
 def _is_mixed(model: Any) -> bool:
     """Whether some placed bookie is outside the policy's default location (False without racks)."""
     policy = model.policy
-    topology = getattr(policy, "topology", None)
-    if not isinstance(getattr(policy, "known", None), Mapping) or topology is None:
+    topology = policy.topology
+    if topology is None:
         return False
     in_default = len(topology.bookies_in(policy.default_location))
     return topology.num_racks > (1 if in_default else 0)

@@ -219,16 +219,14 @@ def from_document(document: dict[str, Any], settings: ModelSettings) -> ClusterM
         model.policy.import_state(document["policy_state"])
         if not model.placement.keep_stale_readonly_set:
             # Written under placement.compat.keepStaleReadOnlySet, the policy's set may be stale.
-            for policy in (model.policy, getattr(model.policy, "secondary", None)):
-                if policy is not None and hasattr(policy, "readonly"):
-                    policy.readonly = frozenset(model.readonly)
+            model.policy.restore_readonly(model.readonly)
         model.rack_info_stale = bool(document["rack_info_stale"])
         model.disk_stale = bool(document["disk_stale"])
     else:
         # Another policy now: rebuild it from the membership (its pending departures are lost).
         model.replace_pending({})
         model.policy.on_cluster_changed(model.writable, model.readonly)
-        model.join_failures = dict(getattr(model.policy, "join_failures", {}) or {})
+        model.join_failures = dict(model.policy.join_failures)
         model.rack_info_stale = False
         model.disk_stale = model.placement.disk_weighted
         model.version += 1

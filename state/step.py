@@ -202,7 +202,7 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
                                                     request.ack_quorum)
             ensemble = list(request.ensemble)
             # A check selects nothing: the same keys as a placement's explanation, with no steps.
-            explain = {"policy": getattr(policy, "name", model.policy_name), "steps": [], "fallbacks": [],
+            explain = {"policy": policy.name, "steps": [], "fallbacks": [],
                        "excluded": {}}
     except NotEnoughBookiesError as exc:
         error = {"code": NOT_ENOUGH_BOOKIES, "message": str(exc)}
@@ -213,7 +213,7 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
     except ValueError as exc:
         error = {"code": outputs.INVALID_REQUEST, "message": str(exc)}
     version = model.version
-    adherence_name = None if adherence is None else getattr(adherence, "name", None) or Adherence(adherence).name
+    adherence_name = None if adherence is None else Adherence(adherence).name
     # Provenance at the state level (issue 5): what the cluster looked like at decision time, O(1).
     # A failed decision keeps the policy's explanation of the failure (`constraint`, the steps reached).
     # A new dict; what it holds is the policy's, built for this call (so the decision takes it as it is).
