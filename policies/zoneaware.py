@@ -47,22 +47,20 @@ from .topology import LeafView
 from .zone_fill import Fill, fill_position
 from .zone_index import UNRESOLVED, ZoneIndex, ZoneUD, parse_zone_location
 
-# Weighted picks enumerate views up to this many bookies (faster than `RackWeights` there; same distribution).
+# Weighted picks enumerate views up to this many bookies: a selector over so few candidates costs less
+# than `RackWeights`' per-rack bookkeeping, and draws with the same distribution.
 _ENUMERATE_BELOW = 64
-# Cuts the policy's indexes keep (zone-level and upgrade-domain-level; about 0.6 KB each), and separately
-# first-attempt keys pointing at them: more than one 6000-bookie, 100-upgrade-domain cluster's
-# new_ensemble(3, 3, 2) walks through (about 3,500 cuts and 6,800 keys: a key tells the slots around a
-# position apart).
+# Cuts the policy's indexes keep (zone-level and upgrade-domain-level; each holds a byte per rack and
+# its view), and separately first-attempt keys pointing at them. The bounds hold the working set of
+# new_ensemble(3, 3, 2) on a 6000-bookie, 100-upgrade-domain cluster (about 3,500 cuts and 6,800 keys:
+# a key tells the slots around a position apart), so that cluster does not keep starting afresh.
 _CUT_CACHE_LIMIT = 4096
 _FIRST_CUT_LIMIT = 8192
 # Weighted selectors an index keeps for enumerated views (at most `_ENUMERATE_BELOW` bookies each).
 _SELECTOR_CACHE_LIMIT = 1024
 # From this write quorum up, adherence slides per-zone counts along the write sets (O(E)) instead of
-# building each write set (O(E x W), faster for the small quorums of everyday ledgers).
+# building each write set (O(E x W), which costs less for the small quorums of everyday ledgers).
 _SLIDING_ADHERENCE_FROM = 8
-
-
-# -- the policy ---------------------------------------------------------------------------------
 
 
 class ZoneawarePolicy(TopologyAwarePolicy):
@@ -511,7 +509,7 @@ class ZoneawarePolicy(TopologyAwarePolicy):
         """The write set, then every missing ensemble index in ascending order."""
         return add_missing_indices(list(write_set), len(ensemble))
 
-    # -- relaxation fixes (issue 5) ----------------------------------------------------------------
+    # -- relaxation fixes ----------------------------------------------------------------------------
 
     def is_relaxed(self, ensemble: Sequence[str], write_quorum: int, ack_quorum: int,
                    rule: Mapping[str, Any]) -> bool:
@@ -694,7 +692,6 @@ def _check_sizes(ensemble_size: int, write_quorum: int) -> None:
         raise ValueError(f"write_quorum must be >= 1, got {write_quorum}")
     if ensemble_size < 0:
         raise ValueError(f"ensemble_size must be >= 0, got {ensemble_size}")
-
 
 
 def _retried_note(departures: PendingDepartures) -> str:

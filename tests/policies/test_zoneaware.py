@@ -9,7 +9,7 @@ import pytest
 
 from policies import Adherence, HealthInfo, NotEnoughBookiesError, create_policy
 from policies.errors import UnsupportedOperationError
-from policies.zoneaware import UNRESOLVED, parse_zone_location
+from policies.zone_index import UNRESOLVED, parse_zone_location
 
 DEFAULT_FD = "/default-zone/default-upgradedomain"
 
