@@ -10,7 +10,8 @@ import pytest
 
 from policies import Adherence, NotEnoughBookiesError
 from policies.location import UNKNOWN_REGION
-from policies.regionaware import _round_half_up_ratio, region_of_location
+from policies.region_allocation import _round_half_up_ratio
+from policies.regionaware import region_of_location
 
 from .test_regionaware_support import (ManualClock, blocks, grid, make_policy, multi_region_write_sets,
                                        region_counts, regions)

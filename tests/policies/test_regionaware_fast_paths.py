@@ -22,7 +22,8 @@ import pytest
 from policies import BookieInfo, NotEnoughBookiesError, create_policy, rack_selection, rackaware
 from policies.api import Adherence
 from policies.coverage import CoverageEnsemble
-from policies.regionaware import RegionawarePolicy, _RecordingRandom, _ReplayRandom
+from policies.region_allocation import _RecordingRandom, _ReplayRandom
+from policies.regionaware import RegionawarePolicy
 
 from .test_regionaware_support import ManualClock, grid, make_policy
 
