@@ -561,7 +561,7 @@ class IsolatedPolicy(RackawarePolicy):
                 return no_fix(self.name, str(exc))
             if not self.is_relaxed(current_ensemble, write_quorum, ack_quorum, rule):
                 return None
-            return self._spread_racks(write_quorum, ack_quorum, current_ensemble, tuple(exclude), outside, rng)
+            return self.spread_over_racks(write_quorum, ack_quorum, current_ensemble, tuple(exclude), outside, rng)
         if not self.is_relaxed(current_ensemble, write_quorum, ack_quorum, rule):
             return None
         rng = rng if rng is not None else random.Random(0)

@@ -3,8 +3,8 @@
 closest to the current one), and the relaxation fixes that spread an ensemble over racks it does
 not use (`is_relaxed`, `relaxation_fix`).
 
-`RackAdherence` is a mixin of `RackawarePolicyImpl`; the host provides `_tick`, `_locate`,
-`_first_scope` and `name`.
+`RackAdherence` is a mixin of `RackawarePolicyImpl`; the host provides `tick`, `_locate`,
+`first_position_scope` and `name`.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class RackAdherence(RackSelection):
         """
         if exclude is None:
             exclude = ()
-        self._tick()
+        self.tick()
         check_sizes(ensemble_size, write_quorum, ack_quorum)
         if rng is None:
             rng = random.Random(0)
@@ -127,7 +127,7 @@ class RackAdherence(RackSelection):
         if first not in exclude and coverage.apply(first, coverage) and coverage.add_node(first):
             exclude.add(first)
             prev_rack = provisional_racks[start]
-        first_scope = self._first_scope()
+        first_scope = self.first_position_scope()
         for k in range(0 if prev_rack is None else 1, ensemble_size):
             index = (start + k) % ensemble_size
             scope = first_scope if prev_rack is None else "~" + prev_rack
@@ -211,12 +211,13 @@ class RackAdherence(RackSelection):
         """
         if not self.is_relaxed(current_ensemble, write_quorum, ack_quorum, rule):
             return None
-        return self._spread_racks(write_quorum, ack_quorum, current_ensemble, tuple(exclude), frozenset(), rng)
+        return self.spread_over_racks(write_quorum, ack_quorum, current_ensemble, tuple(exclude), frozenset(), rng)
 
-    def _spread_racks(self, write_quorum: int, ack_quorum: int, current_ensemble: Sequence[str],
-                      exclude: tuple[str, ...], never: frozenset[str] | set[str],
-                      rng: random.Random | None) -> PlacementResult:
-        """`relaxation_fix` of the `racks` rule; `never` are bookies the caller's rules forbid too."""
+    def spread_over_racks(self, write_quorum: int, ack_quorum: int, current_ensemble: Sequence[str],
+                          exclude: tuple[str, ...], never: frozenset[str] | set[str],
+                          rng: random.Random | None) -> PlacementResult:
+        """`relaxation_fix` of the `racks` rule without the `is_relaxed` check: a subclass whose own
+        rules forbid more bookies (isolation groups) passes them as `never`."""
         rng = rng if rng is not None else random.Random(0)
         current = list(current_ensemble)
         avoid = set(exclude)

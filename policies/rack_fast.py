@@ -27,7 +27,7 @@ from .rack_selection import SCOPE_CLUSTER, SCOPE_FALLBACK, SCOPE_LOCAL, SCOPE_UN
 class RackFastPaths(RackSelection):
     """The fast paths of §4.4 over the host's leaf index and disk-weight sampler.
 
-    The host provides `_first_scope`, `_locate`, `_why_not_enough`, `is_ensemble_adhering` and
+    The host provides `first_position_scope`, `_locate`, `_why_not_enough`, `is_ensemble_adhering` and
     `_stabilized`.
     """
 
@@ -95,7 +95,7 @@ class RackFastPaths(RackSelection):
         Cost: O(E x racks used) per call, independent of the number of bookies.
         """
         flat, flat_racks, ranges = self._index()
-        scope = self._first_scope()
+        scope = self.first_position_scope()
         if scope == ROOT:
             low, high = 0, len(flat)
         else:
@@ -162,8 +162,8 @@ class RackFastPaths(RackSelection):
         cluster, the local rack, or the cluster minus the racks used so far); the general loop takes
         over at the first excluded draw, which again yields the scope distribution conditioned on the
         acceptable leaves. `steps` and `counted` as for `_place_fast`."""
-        sampler = self._sampler()
-        scope_name = self._first_scope()
+        sampler = self.rack_sampler()
+        scope_name = self.first_position_scope()
         ranges = self._index()[2]
         if scope_name == ROOT:
             scope = sampler.scope_excluding(())

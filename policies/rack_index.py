@@ -127,7 +127,9 @@ class RackIndexes:
             cached = self._known_sorted = tuple(sorted(self.known))
         return cached
 
-    def _cluster_weighted(self) -> WeightedSelector:
+    def cluster_selector(self) -> WeightedSelector:
+        """The disk-weighted selector over every known bookie (`known_sorted`), with the median cap
+        computed over them (§7.4); built on first use after a change. Cost: O(bookies) to build."""
         selector = self._cluster_selector
         if selector is None:
             selector = self._cluster_selector = WeightedSelector(
@@ -144,7 +146,9 @@ class RackIndexes:
                 leaves, self._weights, self.settings.max_weight_multiple)
         return selector
 
-    def _sampler(self) -> RackWeights:
+    def rack_sampler(self) -> RackWeights:
+        """The disk-weighted sampler over the leaf index (`rack_weights.RackWeights`): draws from a rack,
+        or from every rack but some, in O(racks); built on first use after a change."""
         sampler = self._rack_weights
         if sampler is None:
             sampler = self._rack_weights = RackWeights(self._index(), self._weights,
@@ -158,7 +162,7 @@ class RackIndexes:
         `key` is ROOT, a rack, a tuple of avoided racks, or a scope string; scopes that are not a union
         of whole racks (an inner node, a leaf path) use a selector built over `leaves`.
         """
-        sampler = self._sampler()
+        sampler = self.rack_sampler()
         ranges = self._index()[2]
         if isinstance(key, tuple):
             excluded: Sequence[str] = key

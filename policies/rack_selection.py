@@ -9,7 +9,7 @@ rack-indexed topology (`rack_index.py`), so a pick costs what the scope's shape 
 cost, not what the number of bookies costs.
 
 `check_sizes` is the size check every public placement call runs first. `RackSelection` is a mixin
-of `RackawarePolicyImpl`; the host provides `_tick` (the clock read of a
+of `RackawarePolicyImpl`; the host provides `tick` (the clock read of a
 public call) and `enforce_durability`. The `SCOPE_*` and `STEP_*` names are the `scope` and `step`
 values of the provenance steps (`provenance.py`) every rack-aware module records.
 """
@@ -111,9 +111,14 @@ class RackSelection(RackIndexes):
 
     enforce_durability: bool
 
-    def _pick_leaf(self, key: Any, leaves: Sequence[str], exclude: set[str], predicate: Predicate | None,
-                   ensemble: Any, rng: random.Random) -> str | None:
-        """A random acceptable leaf (uniform, or by capped weight) or None; nothing recorded."""
+    def pick_leaf(self, key: Any, leaves: Sequence[str], exclude: set[str], predicate: Predicate | None,
+                  ensemble: Any, rng: random.Random) -> str | None:
+        """A random acceptable leaf of a scope (uniform, or by capped disk weight, §4.5, §7.4), or None.
+
+        `key` names the scope (ROOT, a rack, a tuple of racks to avoid, or a scope string) and `leaves`
+        are its leaves. A leaf is acceptable when it is not in `exclude` and `predicate` (if any)
+        accepts it for `ensemble`. Nothing is recorded: neither `exclude` nor `ensemble` changes.
+        """
         if predicate is None:
             if not self.settings.disk_weighted:
                 if type(leaves) is LeafView:
@@ -121,7 +126,7 @@ class RackSelection(RackIndexes):
                     return pick_uniform_view(rng, leaves, exclude) if len(leaves) else None
             elif type(key) is str and key in self._index()[2]:
                 # `_weighted_pick` of one rack, without the closure: the same draws.
-                sampler = self._sampler()
+                sampler = self.rack_sampler()
                 return sampler.pick_excluding(sampler.scope_rack(key), rng, exclude)
 
             def accept(bookie: str) -> bool:
@@ -185,7 +190,7 @@ class RackSelection(RackIndexes):
             NotEnoughBookiesError: no acceptable leaf in the scope.
         """
         ensemble = NO_CONSTRAINTS if ensemble is None else ensemble
-        chosen = self._pick_leaf(scope, self.topology.leaves(scope), exclude, predicate, ensemble, rng)
+        chosen = self.pick_leaf(scope, self.topology.leaves(scope), exclude, predicate, ensemble, rng)
         if chosen is None:
             raise NotEnoughBookiesError(f"no eligible bookie in {_describe_scope(scope)}")
         return self._record(chosen, exclude, ensemble)
@@ -242,7 +247,7 @@ class RackSelection(RackIndexes):
                 raise NotEnoughBookiesError(
                     f"need {n} bookie(s) but only {available} eligible bookie(s) remain after exclusions")
             # The shared selector is the one over all known bookies; any other population gets its own.
-            selector = self._cluster_weighted() if population is self.known_sorted() else WeightedSelector(
+            selector = self.cluster_selector() if population is self.known_sorted() else WeightedSelector(
                 population, self._weights, self.settings.max_weight_multiple)
             refused: set[str] = set()
 
@@ -279,7 +284,7 @@ class RackSelection(RackIndexes):
         Raises:
             NotEnoughBookiesError: nothing in the scope and no fallback (or the fallback failed).
         """
-        self._tick()
+        self.tick()
         return self._select_from_location(scope, exclude, predicate, ensemble, fallback_to_random, rng,
                                           fallbacks)
 
@@ -327,7 +332,7 @@ class RackSelection(RackIndexes):
         Raises:
             NotEnoughBookiesError: no step found a bookie.
         """
-        self._tick()
+        self.tick()
         return self._select_excluding_racks(scope, exclude_racks, exclude, predicate, ensemble,
                                             fallback_to_random, rng, fallbacks)
 

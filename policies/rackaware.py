@@ -64,7 +64,9 @@ class RackawarePolicy(RackawarePolicyImpl):
         """The secondary's clock: this call's reading, so the clock is read once per public call."""
         return self._now if self._now is not None else self.clock()
 
-    def _tick(self) -> None:
+    def tick(self) -> None:
+        """`RackawarePolicyImpl.tick`: read the clock once and hand the reading to the secondary, whose
+        stabilized departures past their delay leave its tree."""
         if self.secondary is not None:
             self._now = self.clock()
             if self.secondary.topology.advance(self._now):  # type: ignore[attr-defined]
@@ -162,7 +164,7 @@ class RackawarePolicy(RackawarePolicyImpl):
 
     def pending_leaves(self) -> dict[str, float]:
         """Departed bookies still usable by the secondary: bookie -> expiry time (s)."""
-        self._tick()
+        self.tick()
         if self.secondary is None:
             return {}
         return self.secondary.topology.expiries()  # type: ignore[attr-defined]

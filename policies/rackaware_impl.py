@@ -77,8 +77,13 @@ class RackawarePolicyImpl(RackFastPaths, RackAdherence, TopologyAwarePolicy):
 
     # -- clock -------------------------------------------------------------------------------------
 
-    def _tick(self) -> None:
-        """Read the clock once for this public call and expire stabilized departures."""
+    def tick(self) -> None:
+        """Read the clock once for the call under way and expire stabilized departures whose delay is over.
+
+        Every public call does this first. A policy that drives this one as a sub-policy (the
+        region-aware policy) calls it before handing over membership changes, so that departures are
+        stamped with the current event time, and before a step it decides without calling in.
+        """
         if self._stabilized and self.topology.advance(self.clock()):  # type: ignore[attr-defined]
             self._invalidate()
 
@@ -87,7 +92,7 @@ class RackawarePolicyImpl(RackFastPaths, RackAdherence, TopologyAwarePolicy):
     def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str], *,
                            changed: Collection[str] | None = None) -> set[str]:
         """Spec §2.2: apply a membership snapshot; return the dead bookies (left, not read-only)."""
-        self._tick()
+        self.tick()
         return super().on_cluster_changed(writable, readonly, changed=changed)
 
     def handle_bookies_that_left(self, bookies: list[str]) -> None:
@@ -100,7 +105,7 @@ class RackawarePolicyImpl(RackFastPaths, RackAdherence, TopologyAwarePolicy):
 
     def on_bookie_rack_change(self, bookies: Iterable[str]) -> None:
         """Spec §2.5: re-resolve known bookies and move them in the topology."""
-        self._tick()
+        self.tick()
         super().on_bookie_rack_change(bookies)
         self._invalidate()
 
@@ -113,7 +118,7 @@ class RackawarePolicyImpl(RackFastPaths, RackAdherence, TopologyAwarePolicy):
 
     def pending_leaves(self) -> dict[str, float]:
         """Departed bookies whose leaf waits out the stabilization delay: bookie -> expiry time (s)."""
-        self._tick()
+        self.tick()
         if self._stabilized:
             return self.topology.expiries()  # type: ignore[attr-defined]
         return {}
@@ -125,8 +130,9 @@ class RackawarePolicyImpl(RackFastPaths, RackAdherence, TopologyAwarePolicy):
         rack = self.topology.rack_of(bookie)
         return rack if rack is not None else self.location_of(bookie)
 
-    def _first_scope(self) -> str:
-        """Scope of position 0: the local node's rack unless absent, ignored or the default rack."""
+    def first_position_scope(self) -> str:
+        """The scope position 0 of a new ensemble draws from (§4.4): the local node's rack, or the whole
+        cluster (ROOT) when there is no local node, it is ignored, or it is the default rack."""
         settings = self.settings
         local = settings.local_node_location
         if local is None or settings.ignore_local_node or local == self.default_location:
@@ -162,7 +168,7 @@ class RackawarePolicyImpl(RackFastPaths, RackAdherence, TopologyAwarePolicy):
         """
         if exclude is None:
             exclude = ()
-        self._tick()
+        self.tick()
         check_sizes(ensemble_size, write_quorum, ack_quorum)
         if rng is None:
             rng = random.Random(0)
@@ -200,7 +206,7 @@ class RackawarePolicyImpl(RackFastPaths, RackAdherence, TopologyAwarePolicy):
         Raises:
             NotEnoughBookiesError: the ensemble cannot be completed.
         """
-        self._tick()
+        self.tick()
         check_sizes(ensemble_size, write_quorum, ack_quorum)
         notes: list[str] = [] if fallbacks is None else fallbacks
         ensemble, adherence = self._place(ensemble_size, write_quorum, ack_quorum, set(exclude), parent,
@@ -281,7 +287,7 @@ class RackawarePolicyImpl(RackFastPaths, RackAdherence, TopologyAwarePolicy):
             self.select_random(ensemble_size, exclude, None, coverage, rng)
             # BK quirk (spec bookkeeper-rackaware.md §4.4, App. A #3): FAIL even when WQ = 1 or m = 1.
             return coverage.to_list(), Adherence.FAIL
-        scope = self._first_scope()
+        scope = self.first_position_scope()
         ranges = self._index()[2] if record else None
         # Racks avoided since the last reset ("~" scope); None: the scope is not a "~" scope.
         avoid: list[str] | None = list(avoided) if start > 0 and avoided is not None else None
@@ -312,7 +318,7 @@ class RackawarePolicyImpl(RackFastPaths, RackAdherence, TopologyAwarePolicy):
                 steps.append({"step": name, "scope": where, "candidates": len(leaves) - ex,
                               "racks": racks_in - full})
                 before = len(exclude)
-            chosen = self._pick_leaf(key, leaves, exclude, coverage, coverage, rng)
+            chosen = self.pick_leaf(key, leaves, exclude, coverage, coverage, rng)
             if chosen is not None:
                 self._record(chosen, exclude, coverage)
             else:
@@ -381,7 +387,7 @@ class RackawarePolicyImpl(RackFastPaths, RackAdherence, TopologyAwarePolicy):
         """
         if exclude is None:
             exclude = ()
-        self._tick()
+        self.tick()
         check_sizes(ensemble_size, write_quorum, ack_quorum)
         if rng is None:
             rng = random.Random(0)
@@ -467,7 +473,7 @@ class RackawarePolicyImpl(RackFastPaths, RackAdherence, TopologyAwarePolicy):
 
     def export_state(self) -> dict[str, Any]:
         """JSON-able state: membership, weights, slow bookies and (stabilized) pending departures."""
-        self._tick()
+        self.tick()
         state = super().export_state()
         state["slow_bookies"] = self.slow_bookies.export()
         if self._stabilized:

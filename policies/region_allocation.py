@@ -204,7 +204,7 @@ class RegionAllocation:
                                 # The attempt fails whatever it draws, so it is not run (its draws and its
                                 # cost, up to a placement of the whole region, are skipped). Java runs it
                                 # and fails the same way.
-                                sub._tick()
+                                sub.tick()
                                 raise NotEnoughBookiesError(f"region {region} cannot take {had_e + add} bookies "
                                                             "in this pass")
                             result, trial = self._place_in_region(sub, had_e + add, had_w + add_w, excluded,
@@ -291,7 +291,7 @@ class RegionAllocation:
             add_w = max(1, min(remaining_w, _round_half_up_ratio(write_quorum * add, ensemble_size)))
             sub = self.sub_policies[region]
             multi_rack = sub.topology.num_racks >= 2
-            if multi_rack and sub._first_scope() != ROOT:
+            if multi_rack and sub.first_position_scope() != ROOT:
                 return None
             if not multi_rack and min(add_w, settings.min_racks_per_write_quorum) > 1 and settings.enforce_min_racks:
                 return None
@@ -353,7 +353,7 @@ class RegionAllocation:
             return bookie not in excluded
 
         for region, sub, size, multi_rack, scope in plan.shares:
-            sub._tick()
+            sub.tick()
             steps.append({"step": f"region {region}", "scope": scope,
                           "candidates": len(sub.known) - per_region.get(region, 0),
                           "racks": sub.topology.num_racks})
@@ -365,7 +365,7 @@ class RegionAllocation:
                     if uniform:
                         bookie = pick_uniform(rng, sub.known_sorted(), acceptable)  # type: ignore[arg-type]
                     elif len(sub.known) > sum([b in sub.known for b in excluded]):
-                        bookie = sub._cluster_weighted().pick(rng, acceptable)  # type: ignore[arg-type]
+                        bookie = sub.cluster_selector().pick(rng, acceptable)  # type: ignore[arg-type]
                     else:
                         return None
                     if bookie is None:
@@ -381,7 +381,7 @@ class RegionAllocation:
             if not uniform:
                 # The sub-policy's weighted pick of each position (its scope: the region, then outside
                 # the racks taken), with the scopes chained as its own placement chains them.
-                sampler = sub._sampler()
+                sampler = sub.rack_sampler()
                 scope = sampler.scope_excluding(())
                 used: list[str] = []
                 for position in range(size):
@@ -394,7 +394,7 @@ class RegionAllocation:
                         return None
                     chosen.append(bookie)
                 continue
-            pick = sub._pick_leaf
+            pick = sub.pick_leaf
             bookie = pick(ROOT, topology.leaves(ROOT), excluded, None, None, rng)  # type: ignore[arg-type]
             if bookie is None:
                 return None

@@ -237,7 +237,7 @@ class RegionawarePolicy(RegionAllocation, RegionReplacement, RegionAdherence, To
         departure is stamped with the current event time (Java's sub-policies use a wall-clock timer)."""
         if self.settings.stabilize_period_s > 0:
             for region in self._regions:
-                self.sub_policies[region]._tick()  # the rack-aware engine offers no public hook for this
+                self.sub_policies[region].tick()
 
     def on_cluster_changed(self, writable: Iterable[str], readonly: Iterable[str], *,
                            changed: Collection[str] | None = None) -> set[str]:

@@ -530,7 +530,7 @@ def test_a_pick_ends_when_the_region_level_rule_refuses_the_whole_region(monkeyp
     and exclusions, every pick is run again without the guard on a copy of the generator: where the
     guarded pick found a bookie, the unguarded one found the same with the same draws; where it gave
     up, the unguarded walk found nothing either."""
-    original = rackaware.RackawarePolicyImpl._pick_leaf
+    original = rackaware.RackawarePolicyImpl.pick_leaf
     seen = {"picks": 0, "ended": 0}
 
     def compared(self, key, leaves, exclude, predicate, ensemble, rng):
@@ -551,7 +551,7 @@ def test_a_pick_ends_when_the_region_level_rule_refuses_the_whole_region(monkeyp
             assert got == expected and reference.getstate() == rng.getstate()
         return got
 
-    monkeypatch.setattr(rackaware.RackawarePolicyImpl, "_pick_leaf", compared)
+    monkeypatch.setattr(rackaware.RackawarePolicyImpl, "pick_leaf", compared)
     for seed in range(60):
         g = random.Random(seed)
         layout, region_of = {}, {}
