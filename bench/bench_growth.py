@@ -70,11 +70,11 @@ def part_bookies(sizes, seconds: float, requests: int) -> list[dict]:
     from events import Origin, parse_record
     from policies import create_policy
     from state.settings import ModelSettings
+    from state.step import step
     from streaming.stateful import dump_model, load_model
     from streaming.worker_gc import paused_gc, tune_worker_gc
-    from state.step import step
 
-    tune_worker_gc()  # as the engine's Python workers run (Python's default thresholds cost 10-20 %)
+    tune_worker_gc()  # as the engine's Python workers run (Python's default thresholds would add collector time)
     conf = dict(common.BENCH_CONF)
     settings = ModelSettings.from_conf(conf)
     rows = []

@@ -8,7 +8,7 @@ Re-run from the repository root:
 
 Rates use this process's CPU time, best of --repeat runs (the least disturbed by other processes on a
 shared machine). Every call gets the same `random.Random` (seeded once per run), as the engine passes a
-per-request generator; creating a generator per call (`random.Random(seed)`, ~5 us) is not measured.
+per-request generator; creating a generator per call (`random.Random(seed)`) is not measured.
 
 To add rows (region-aware, zone-aware, isolation policies), append `Row`s to `ROWS`: a policy short
 name, a label, a configuration mapping and a cluster builder `(bookies, racks) -> {location: [bookie]}`;

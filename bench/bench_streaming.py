@@ -20,11 +20,10 @@ Phases of one run:
    cluster; wait for their decisions (Python workers started, models built). Then --warmup requests (default
    20,000), all answered before measuring: a JVM runs Spark's code interpreted until its JIT compilers have
    seen it often enough, and a short benchmark of a cold session measures mostly that (the first pipeline of a
-   session paid 5x the JVM CPU per request of the second, the same, one). A running job is warm. Before
-   any pipeline is measured, each runs this warm-up once on one cluster (the session warm-up; --no-prewarm
-   skips it): even after its own 20,000 requests, the pipeline measured first paid part of the JVM's
-   compilation of the code both share (the pass-through measured first: 44 JVM CPU-us a request, 12 when
-   second; docs/performance.md, fifteenth pass).
+   session pays several times the JVM CPU per request of the second, the same, one). A running job is warm.
+   Before any pipeline is measured, each runs this warm-up once on one cluster (the session warm-up;
+   --no-prewarm skips it): even after its own 20,000 requests, the pipeline measured first would pay part of
+   the JVM's compilation of the code both share.
 2. throughput: --backlog requests are produced at once (round-robin over the clusters); the rate is the backlog
    over the time from the first produce to the last distinct decision read back (consumer on the decisions
    topic). Batches are capped by engine.kafka.maxOffsetsPerTrigger (--max-offsets). Spark's own
@@ -96,8 +95,8 @@ def start_passthrough(spark, settings, query_name: str):
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     from streaming.job import kafka_outputs, kafka_records, keyed_records
-    from streaming.session import use_local_checkpoint_writer
     from streaming.schemas import OUTPUT_DDL
+    from streaming.session import use_local_checkpoint_writer
 
     keyed = keyed_records(kafka_records(spark, settings), settings.shards_per_cluster)  # the engine's grouping
     outputs = keyed.groupBy("cluster", "shard").applyInPandasWithState(
@@ -163,12 +162,12 @@ class DecisionReader:
     def wait_for(self, ids: set[bytes], timeout_s: float, stall_s: float = 10.0) -> bool:
         """Whether every one of `ids` has a decision within `timeout_s`.
 
-        Each poll looks only at the ids that arrived since the last one: testing the whole set every
-        50 ms cost the benchmark's process about 2 ms a poll at 50,000 ids, CPU taken from the pipeline
-        it measures, and more from the slower one (it polls for longer).
+        Each poll looks only at the ids that arrived since the last one: testing the whole set on every
+        poll would cost O(ids) of the benchmark's CPU per poll, taken from the pipeline it measures, and
+        more from the slower one (it polls for longer). Cost: O(new arrivals) per poll.
 
         The reader's consumer has been seen to skip decisions that are in the topic (a fault of this
-        reader or of the in-memory broker, docs/performance.md, sixth and sixteenth passes). After
+        reader or of the in-memory broker). After
         `stall_s` without a new arrival, the topic is read again from the start for the ids still
         missing (`recover`): their Kafka timestamps are exact, their read times unknown.
         """
@@ -323,8 +322,8 @@ def settle(query, timeout_s: float = 60.0) -> None:
 
 MEMORY_INTERVAL_S = 2.0
 """How often the peak-memory sampler reads the process tree. Each read of PSS (/proc/PID/smaps_rollup)
-walks the page tables: about 5-10 CPU-ms for the 2-3 GiB tree of a run, taken from the pipeline being
-measured (at 0.5 s, 1-2 % of a core). The tree's memory changes over seconds, not milliseconds."""
+walks the page tables, O(mapped memory) of CPU taken from the pipeline being measured, so it is read
+rarely. The tree's memory changes over seconds, not milliseconds."""
 
 WINDOW_S = 5
 """The latency phase's p99 is also given per WINDOW_S seconds of produce time: the first windows show

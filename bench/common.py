@@ -559,7 +559,6 @@ def stage_breakdown(lines: Sequence[str], conf: Mapping[str, str], cluster: str,
     from state.cluster import ClusterModel
     from state.settings import ModelSettings
     from state.step import step
-
     from streaming.stateful import dump_model, load_model
     from streaming.worker_gc import paused_gc, tune_worker_gc
 

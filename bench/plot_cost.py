@@ -15,9 +15,9 @@ Series (microseconds per request, log-log against bookies in the cluster):
   call with the production switches, decision JSON), CPU time;
 * ours, through Spark (optional, --replay): wall time per record of `placement-engine replay`
   (bench_replay.py), and CPU time per record of the whole process tree;
-* BookKeeper's Java RackawareEnsemblePlacementPolicy newEnsemble(3,3,2) on this machine: 0.50-0.55 M
-  calls/s at 12 bookies on 4 racks, 14-16 k calls/s at 600 on 30 racks (reference figures of issue 6),
-  drawn as ranges; and the targets of issue 6 (at least 100 k/s at 12/4, 20 k/s at 600/30) as ceilings.
+* BookKeeper's Java RackawareEnsemblePlacementPolicy newEnsemble(3,3,2), the reference figures in `JAVA`
+  (calls/s at 12 bookies on 4 racks and at 600 on 30 racks), drawn as ranges; and the project's targets
+  in `TARGETS` as ceilings.
 """
 
 from __future__ import annotations
@@ -70,12 +70,12 @@ def main(argv: list[str] | None = None) -> None:
         mid = 1e6 / ((low + high) / 2)
         ax.errorbar([size], [mid], yerr=[[mid - 1e6 / high], [1e6 / low - mid]],
                     fmt="D", color="black", capsize=5, markersize=7,
-                    label="BookKeeper Java newEnsemble(3,3,2), rack-aware\n(issue 6's reference figures, first machine)" if n == 0 else None)
+                    label="BookKeeper Java newEnsemble(3,3,2), rack-aware\n(reference figures)" if n == 0 else None)
         ax.annotate(f"Java {low / 1000:g}-{high / 1000:g} k/s", (size, mid), textcoords="offset points",
                     xytext=(8, -4), fontsize=8)
     for n, (size, rate) in enumerate(TARGETS):
         ax.plot([size], [1e6 / rate], "_", color="tab:purple", markersize=22, markeredgewidth=2,
-                label="issue 6 target (cost at most)" if n == 0 else None)
+                label="target (cost at most)" if n == 0 else None)
     for r in rows:
         ax.annotate(f"{1e6 / r['core_us_per_call'] / 1000:,.0f} k/s", (r["bookies"], r["core_us_per_call"]),
                     textcoords="offset points", xytext=(-10, -14), fontsize=7, color="tab:blue")

@@ -36,8 +36,8 @@ def routing_fields(records: DataFrame, names: Sequence[str]) -> DataFrame:
     One `json_tuple` reads them all in one parse of the record. It keeps the last of duplicate keys
     that is not null, as Python's `json` (and so `events.parse_record`) keeps the last, so Spark routes
     a record by the values the engine then reads in it; `streaming.packed.read_fields` reproduces it
-    for the replay. Creating a JSON parser is most of the cost of reading a field (`get_json_object`
-    took about 2.5 CPU-µs a field and record here, one parse per field).
+    for the replay. Cost: one JSON parse per record for all the names; creating a parser is most of
+    the cost of reading a field, so `get_json_object` (one parse per field) would cost that per name.
     """
     return records.select("*", F.json_tuple("value", *names).alias(*(f"_{name}" for name in names)))
 
@@ -224,8 +224,8 @@ def kafka_outputs(outputs: DataFrame, settings: EngineSettings) -> DataFrame:
         return F.struct(F.lit(name).alias("key"), value.cast(KAFKA_HEADER_VALUE_TYPE).alias("value"))
 
     if settings.alerts_kafka_mode == "binary":
-        # One parse of each alert for all its attributes and data (one get_json_object each took seven);
-        # other outputs give json_tuple a null, which it does not parse.
+        # One parse of each alert for all its attributes and data (a get_json_object each would parse it
+        # seven times); other outputs give json_tuple a null, which it does not parse.
         fields = [path[2:] for _, path in CLOUDEVENT_HEADERS] + ["data"]
         outputs = outputs.select("*", F.json_tuple(F.when(is_alert, F.col("value")), *fields)
                                  .alias(*(f"_ce_{field}" for field in fields)))

@@ -7,8 +7,8 @@ its options are parsed by :class:`streaming.kafka_options.KafkaSinkSettings`:
   ``partition`` (int) and ``headers`` (``array<struct<key:string,value:binary>>``, e.g. CloudEvents binary
   mode). Other columns are ignored, as Spark's own Kafka sink does. A row's topic is its ``topic`` column when
   that is not null, else the ``topic`` option.
-* Each Python worker process keeps one confluent-kafka Producer per configuration (creating one costs
-  50-100 ms, facts §3) and flushes it at the end of every ``write()``, so a task succeeds only once all its
+* Each Python worker process keeps one confluent-kafka Producer per configuration (creating one is slow,
+  facts §3) and flushes it at the end of every ``write()``, so a task succeeds only once all its
   records are acknowledged. A failed delivery fails the task, and Spark retries it.
 * Delivery is at-least-once: a retried task or a replayed micro-batch produces its records again, so
   consumers must tolerate duplicates (decisions and alerts carry stable ids for that).

@@ -58,7 +58,7 @@ SHORT_NAME = "placement-kafka"
 # Rows per Arrow RecordBatch handed to Spark; matches spark.sql.execution.arrow.maxRecordsPerBatch's default.
 _ROWS_PER_ARROW_BATCH = 10_000
 # consume() blocks until it has num_messages or times out (facts §3), so never ask for more than are left in the
-# range; 1000 per call was the fastest size measured (facts §5d).
+# range; 1000 per call is the fastest size (facts §5d).
 _MAX_CONSUME_CHUNK = 1_000
 _CONSUME_WAIT_S = 0.5
 
@@ -204,11 +204,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         fetch responses carry the right high watermark. The batch at ``listed - 1`` is fetched, and each
         partition is read up to the high watermark that the fetch response of its first record reported (the
         client's cached one): every record before it has then been delivered, so every offset before it is
-        readable. Records appended later are left to the next micro-batch; reading on to end-of-partition, as
-        this probe did before, chased a producer that kept writing (0.1-1.5 s per micro-batch at 5,000
-        records/s, docs/performance.md, seventh pass). End-of-partition still ends a partition first where it
+        readable. Records appended later are left to the next micro-batch: reading on to end-of-partition
+        would chase a producer that keeps writing. End-of-partition still ends a partition first where it
         comes first: with transactions (read_committed), records past the last stable offset are not delivered
         and the end is that offset, as librdkafka reports it.
+
+        Cost: one fetch per changed partition, reading the records of its last listed batch.
         """
         consumer = self._metadata_consumer()
         consumer.assign([TopicPartition(*parse_offset_key(k), off) for k, off in sorted(fetch_from.items())])
@@ -376,7 +377,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         settings = self._settings
         topic, start, end = partition.topic, partition.start, partition.end
         # Prefetch the whole range but not much past it: librdkafka keeps fetching until queued.min.messages
-        # are queued (default 100k); matching it to the range made reads 1.5-2.5x faster on tansu.
+        # are queued (default 100k); matching it to the range makes reads markedly faster on tansu.
         prefetch = {"queued.min.messages": max(1_000, min(end - start, 1_000_000))}
         consumer = Consumer(settings.consumer_conf(**{**prefetch, **dict(settings.client_props)}))
         try:

@@ -1,7 +1,7 @@
 """Packed rows: how a replay moves many records per Spark row, and routes them in Python.
 
-Spark's per-row cost (text source, shuffle, Arrow transfer, sink) was most of a replay's time, while
-a replay already reads every line in the driver to order it by time. So the replay's spool holds one
+Spark's per-row cost (text source, shuffle, Arrow transfer, sink) would be most of a replay's time
+with one row per record, while a replay already reads every line in the driver to order it by time. So the replay's spool holds one
 row per (cluster, shard) and run of up to `PACK_SIZE` records, already routed; the state function
 unpacks the rows (`unpack`) and hands back its outputs packed the same way (`pack_outputs`), with the
 counts `summary.json` needs computed where the outputs are made.
@@ -10,10 +10,13 @@ Routing must match the `run` job's Spark expressions (`streaming.job.place`), so
 record as `run` would: `read_fields` reads the top-level fields as Spark's `json_tuple` does (the
 last non-null of duplicate keys; text of non-string values; nothing for a document Jackson cannot
 read, or when one field is a string Jackson cannot write) and `spark_xxhash64` is Spark's `xxhash64`
-(XXH64, seed 42) over the UTF-8 bytes. Measured differences, all for records that are dead-lettered
+(XXH64, seed 42) over the UTF-8 bytes. Known differences, all for records that are dead-lettered
 anyway: Jackson accepts single-quoted JSON, Python does not (such a record joins the unreadable-cluster
 group instead of its cluster's); Jackson writes some floats differently (`1.0E20`, Python `1e+20`);
 `run` with idle ticks also reads `time`, which a replay does not (`route`).
+
+Cost: O(record length) per record to route and pack it, in the driver; Spark then handles
+O(records / PACK_SIZE) rows per batch.
 """
 
 from __future__ import annotations

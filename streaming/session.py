@@ -1,8 +1,9 @@
 """Build the SparkSession the engine and its tests run on (spec/spark-kafka-facts.md §1, §6).
 
-:func:`build_session` applies the settings measured to work on a small machine, makes sure Spark's Python
-workers run this interpreter and can import the project's packages, and registers the ``placement-kafka``
-data source.
+:func:`build_session` applies settings that suit a small machine (:data:`DEFAULT_CONF`), makes sure Spark's
+Python workers run this interpreter and can import the project's packages, and registers the
+``placement-kafka`` data source. :func:`engine_session` is the session a command builds from its
+`EngineSettings`.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ DEFAULT_CONF: Mapping[str, str] = {
     "spark.sql.streaming.stateStore.providerClass":
         "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
     # A commit uploads the batch's changed rows instead of a RocksDB checkpoint (snapshots follow in the
-    # background): state commit 144-152 -> 82-86 ms per micro-batch for one cluster, 232 -> 118 ms for 100,
-    # p99 latency at 5,000 requests/s 0.3-0.4 s lower (docs/performance.md, seventh pass). Spark reads
-    # checkpoints written either way, so it can be switched on or off for an existing query.
+    # background), which roughly halves a micro-batch's state commit and so its latency. Cost: the
+    # commit writes O(changed groups) rows. Spark reads checkpoints written either way, so it can be
+    # switched on or off for an existing query.
     "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
 }
 
@@ -40,8 +41,8 @@ DEFAULT_LOG_LEVEL = "WARN"
 
 SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 """JVM flags for a short local run (a replay): compile with C1 only. The JVM only coordinates a
-replay (the records travel packed and Python does the work), and C2's compiler threads spent about
-17 of the 35 CPU-seconds a small local replay cost the JVM on 2 cores (bench/README.md)."""
+replay (the records travel packed and Python does the work), so C2's optimising compiler would spend
+about half of the JVM's CPU time in a small replay on compiling code that then hardly runs."""
 
 CHECKPOINT_FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
 LOCAL_CHECKPOINT_FILE_MANAGER = \
@@ -52,7 +53,8 @@ Spark's default writes each checkpoint file (offsets, commits, state changelogs,
 temporary file and renames it through Hadoop's `FileContext`. On the local file system, without
 Hadoop's native library (pip's pyspark ships none), that rename asks for the file's link status by
 starting a `readlink` process: 11-12 processes per micro-batch, on the batch's critical path. The
-older `FileSystem` API renames with one system call; the local file system's rename is atomic either way."""
+older `FileSystem` API renames with one system call; the local file system's rename is atomic either way.
+Cost: one rename per checkpoint file, instead of a process started per file."""
 
 _LOG4J_CONF = Path(__file__).resolve().parent / "log4j2.properties"
 
@@ -124,9 +126,9 @@ def use_local_checkpoint_writer(spark: SparkSession, checkpoint_location: str) -
     """Write a checkpoint on the local file system through the `FileSystem` API (see
     :data:`LOCAL_CHECKPOINT_FILE_MANAGER`); call before the query starts.
 
-    Measured with one cluster at 5,000 requests/s: a micro-batch's offsets log write (`walCommit`)
-    33-35 -> 10-12 ms, its commit log write 48-53 -> 18-25 ms (docs/performance.md, eighth pass). A checkpoint elsewhere (HDFS, S3, ...), or a
-    session where `spark.sql.streaming.checkpointFileManagerClass` is already set, is left to Spark.
+    This takes the processes that Spark's default starts per renamed file off each micro-batch's offsets
+    and commit log writes. A checkpoint elsewhere (HDFS, S3, ...), or a session where
+    `spark.sql.streaming.checkpointFileManagerClass` is already set, is left to Spark.
 
     Returns:
         Whether the setting was applied.

@@ -1,30 +1,31 @@
 """The `applyInPandasWithState` function: Arrow frames of one (cluster, shard) <-> `state.step`.
 
 Spark calls `make_state_function(...)`'s result once per group and micro-batch, on an executor's
-Python worker. Everything it needs travels in its closure (picklable: the configuration mapping and
-the replay file table). Records are parsed here, inside the group, so every dead letter keeps its
+Python worker. Everything it needs travels in its closure (picklable: the model's settings,
+`state.settings.ModelSettings`, and the replay file table). Records are parsed here, inside the group, so every dead letter keeps its
 source; the model is one versioned blob in Spark's state store (`state.snapshot`), stored with the
 time its next timed change falls due.
 
 Idle clusters (`engine.idleTickSeconds` > 0, the `run` job): a group whose model has a stabilization
 delay or flap window running arms a processing-time timeout. When it fires (the cluster had no records
-for that long), the model is settled up to the event-time watermark (`state.step`'s `horizon_ms`), so an ended stabilization
-delay or flap window is reported without waiting for the cluster's next record, with the outputs and
+for that long), the model is settled up to the event-time watermark (`state.step`'s `horizon_ms`), so an
+ended stabilization delay or flap window is reported without waiting for the cluster's next record, with the outputs and
 ids that record would have brought. While the watermark has not reached the due time the timeout is
 re-armed without loading the model. A replay ticks every cluster once, at the end of its input,
 through marker rows (`HORIZON_PART`) the spool writer adds.
 
 Worker-local model cache: Spark reuses its Python workers across micro-batches, so each worker
-keeps the live models it stepped last (`ModelCache`, bounded), keyed by (configuration, cluster,
+keeps the live models it stepped last (`ModelCache`, bounded), keyed by (model settings, cluster,
 shard, shards) and tagged with the exact state blob the step stored. The next batch reuses the live
 model (its policy's caches warm) only when the blob Spark hands back is byte-for-byte that blob;
 otherwise (another worker stepped the group since, a batch re-run after a failure reads an older
 state, a fresh checkpoint) it is loaded from the blob as before. The blob is still written every
 batch, so recovery never depends on the cache, and outputs are the same with or without it.
 Spark hands a group to whichever Python worker is idle, so the cache pays off only when the same
-worker gets the group again: in `run` most batches load the blob (measured in docs/performance.md,
-fourth pass), which is why loading one is cheap (the ledger audit stays packed until read,
-`state.registry`).
+worker gets the group again: in `run` most batches load the blob, which is why loading one is
+cheap (the ledger audit stays packed until read, `state.registry`).
+Cost: O(records) per group and batch, plus one blob load (on a cache miss) and one store, each
+O(model size) and dominated by compression and JSON.
 
 Slices: a group's batch larger than `SLICE_RECORDS` records is stepped slice by slice in the order the
 step applies records (`time_slices`), and each slice's outputs are handed to Spark before the next is
@@ -78,10 +79,10 @@ HORIZON_PART = -1
 class ZstdCodec:
     """The state blobs' compression (`state.snapshot.Codec`): zstd through pyarrow, level 1.
 
-    A micro-batch loads and stores every group's model. For a busy cluster at the audit's bound
-    (100,000 ledgers, 4.2 MB of JSON) zstd level 1 compresses in 6.7 ms to 0.88 MB and decompresses in
-    2.8 ms; zlib level 1 took 25.6 ms to 1.30 MB and 11.2 ms back (docs/performance.md, eighth pass),
-    and the JVM moves and stores a third fewer bytes. zlib blobs (engines before it) still load.
+    A micro-batch loads and stores every group's model, so the codec's speed is on every batch's path:
+    zstd level 1 is several times faster than zlib level 1 both ways on a model's JSON and makes
+    smaller blobs, so the JVM also moves and stores fewer bytes. zlib blobs (engines before it) still
+    load. Cost: O(blob size) each way.
     """
 
     magic = b"PEZ\x01"

@@ -11,8 +11,18 @@ from pyspark.sql import functions as F
 
 from state.outputs import Output
 from streaming.job import _shard_column, keyed_records, routing_fields, spread_shards
-from streaming.packed import (PACK_SIZE, pack, pack_outputs, read_fields, route, routing_names, spark_xxhash64,
-                             summary_counts, top_level, unpack)
+from streaming.packed import (
+    PACK_SIZE,
+    pack,
+    pack_outputs,
+    read_fields,
+    route,
+    routing_names,
+    spark_xxhash64,
+    summary_counts,
+    top_level,
+    unpack,
+)
 
 RECORDS = [
     '{"type":"ledger_create","cluster":"c1","ledger_id":12,"request_id":"r1"}',
