@@ -3,19 +3,18 @@
 The rule is an allow-list of top-level import roots per package. The standard library
 (`sys.stdlib_module_names`) and the package itself are allowed everywhere; everything else,
 project package or third-party distribution, must be listed. Every import statement counts,
-at module level or inside a function, as does `importlib.import_module("name")` with a literal
-name.
+at module level or inside a function (see `tests/import_scan.py`).
 """
 
 from __future__ import annotations
 
-import ast
 import sys
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.import_scan import imports_of
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("events", "policies", "state", "streaming")
@@ -57,65 +56,6 @@ ALLOWED = {
 }
 
 
-@dataclass(frozen=True)
-class Import:
-    """One import found in a module: the resolved dotted name, its line and its source text."""
-
-    module: str
-    line: int
-    text: str
-
-    @property
-    def root(self) -> str:
-        return self.module.split(".")[0]
-
-
-def _module_name(path: Path, root: Path) -> str:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _resolve_relative(path: Path, root: Path, level: int, module: str | None) -> str:
-    """`from ..x import y` in `path` -> the absolute dotted name of `..x`."""
-    package = _module_name(path, root).split(".")
-    if path.name != "__init__.py":
-        package.pop()
-    if level - 1 > len(package) - 1:
-        raise AssertionError(f"{path.relative_to(root)}: relative import beyond the top-level package")
-    base = package[: len(package) - (level - 1)]
-    return ".".join(base + ([module] if module else []))
-
-
-def imports_of(path: Path, root: Path = ROOT) -> list[Import]:
-    """Every import in `path`, at any nesting depth, with relative imports resolved."""
-    source = path.read_text(encoding="utf-8")
-    tree = ast.parse(source, filename=str(path))
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            text = ast.get_source_segment(source, node) or ""
-            found.extend(Import(alias.name, node.lineno, text) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            text = ast.get_source_segment(source, node) or ""
-            if node.level:
-                found.append(Import(_resolve_relative(path, root, node.level, node.module), node.lineno, text))
-            else:
-                found.append(Import(node.module or "", node.lineno, text))
-        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-              and isinstance(node.args[0].value, str) and _is_dynamic_import(node.func)):
-            text = ast.get_source_segment(source, node) or ""
-            found.append(Import(node.args[0].value, node.lineno, text))
-    return found
-
-
-def _is_dynamic_import(func: ast.expr) -> bool:
-    if isinstance(func, ast.Name):
-        return func.id in {"__import__", "import_module"}
-    return isinstance(func, ast.Attribute) and func.attr == "import_module"
-
-
 def forbidden_imports(package: str, allowed: frozenset[str], root: Path = ROOT) -> list[str]:
     """`file:line: statement (root 'x' not allowed)` for every import outside the allow-list."""
     permitted = allowed | {package}
@@ -143,7 +83,7 @@ def test_every_dependency_has_an_import_root():
 
 
 def test_the_allow_list_names_only_project_packages_and_dependencies():
-    """A typo in ALLOWED (or a dependency dropped from pyproject.toml) would silently widen nothing."""
+    """Each allowed root is a project package or a declared dependency, so a misspelt root cannot hide."""
     known = set(PACKAGES) | _dependency_roots()
     for package, allowed in ALLOWED.items():
         assert allowed <= known, f"{package}: {sorted(allowed - known)} is neither a package nor a dependency"
