@@ -8,6 +8,7 @@ being run before its submodules is not an edge; a module importing itself is not
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -112,7 +113,7 @@ def find_cycles(graph: Graph) -> list[str]:
         if len(component) < 2:
             continue
         path = _shortest_cycle_through(component[0], set(component), graph)
-        hops = [f"{after} ({graph[before][after]})" for before, after in zip(path, path[1:], strict=False)]
+        hops = [f"{after} ({graph[before][after]})" for before, after in pairwise(path)]
         members = f"  [circle among {len(component)} modules: {', '.join(component)}]"
         cycles.append(" -> ".join([path[0], *hops]) + members)
     return cycles
