@@ -49,6 +49,9 @@ when a change or request touches its ledger.
 Everything is deterministic: ledgers are visited in sorted key order, fixes draw from a generator
 seeded by (seed, cluster, ledger, topology version), and alert ids are `outputs.alert` ids keyed by the
 topology version and the trigger.
+
+The sentences of the alerts (problems, reasons, actions) are worded in `state.alert_text`; the policy
+is read only through the `policies.PlacementPolicy` interface.
 """
 
 from __future__ import annotations
@@ -61,9 +64,9 @@ from typing import Any, Protocol
 
 from events.model import positional_builder
 from policies import Adherence, PlacementError, PlacementPolicy
-from policies.base import distinct_per_write_set
 
-from . import outputs
+from . import alert_text, outputs
+from .alert_text import relaxed_notes
 from .outputs import Output, jsonable
 from .registry import AuditEntry, LedgerRegistry, canonical_rule, new_entry
 from .seeding import seeded_random
@@ -77,7 +80,6 @@ _STRICT = Adherence.MEETS_STRICT.name
 
 #: Ledgers waiting for a fix examined per improving change (the rest wait for the next change).
 READHERE_BUDGET = 512
-_MAX_RELAXED_NOTES = 5
 
 
 class MembershipView(Protocol):
@@ -121,20 +123,6 @@ _new_verdict = positional_builder(Verdict)
 def ledger_key(ledger_id: int | None, request_id: str) -> str:
     """The registry key and alert subject of a ledger."""
     return f"ledger/{ledger_id}" if ledger_id is not None else f"request/{request_id}"
-
-
-def relaxed_notes(adherence: str | None, explain: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """Why a placement was made under a relaxed rule, as sentences: adherence below MEETS_STRICT, then
-    the policy's fallback notes (at most five notes in all). The machine-readable relaxations are
-    `relaxation_rules`."""
-    notes = []
-    if adherence is not None and adherence != Adherence.MEETS_STRICT.name:
-        notes.append(f"adherence {adherence}")
-    for note in (explain or {}).get("fallbacks", ()) or ():
-        if len(notes) >= _MAX_RELAXED_NOTES:
-            break
-        notes.append(str(note))
-    return tuple(notes)
 
 
 def relaxation_rules(explain: Mapping[str, Any] | None) -> tuple[dict[str, Any], ...]:
@@ -211,7 +199,7 @@ class LedgerAudit:
                 entry.adhering, entry.adherence = True, _STRICT
                 if entry.open:
                     produced += self._resolve(entry, time_ms, view.version, request_id,
-                                              f"re-placed by {request_id}: the ensemble adheres")
+                                              alert_text.replaced_reason(request_id))
                 self.waiting.discard(key)
             if len(entries) > self.max_ledgers:
                 produced += self._trim(time_ms, view.version)
@@ -232,7 +220,7 @@ class LedgerAudit:
             entry.adhering, entry.adherence = verdict.adhering, verdict.adherence
             if verdict.adhering and entry.open:
                 produced += self._resolve(entry, time_ms, view.version, request_id,
-                                          f"re-placed by {request_id}: the ensemble adheres")
+                                          alert_text.replaced_reason(request_id))
         self._update_waiting(entry)
         if len(entries) > self.max_ledgers:
             produced += self._trim(time_ms, view.version)
@@ -255,8 +243,7 @@ class LedgerAudit:
                 self.waiting.discard(key)
                 continue
             oldest = entries.oldest()
-            produced += self._forget(oldest, time_ms, version,
-                                     f"forgotten: more than engine.audit.maxLedgers={self.max_ledgers} ledgers")
+            produced += self._forget(oldest, time_ms, version, alert_text.over_bound_reason(self.max_ledgers))
         return produced
 
     @staticmethod
@@ -352,8 +339,7 @@ class LedgerAudit:
             closing = sorted(t for t in entry.open
                              if t == ALERT_LEDGER_NOT_ADHERING or (strict and not relaxed))
             if closing:
-                produced += self._resolve(entry, time_ms, view.version, trigger, "the ensemble adheres again",
-                                          closing)
+                produced += self._resolve(entry, time_ms, view.version, trigger, alert_text.ADHERES_AGAIN, closing)
             if strict:
                 entry.fix_known = False
         elif was is not False and ALERT_LEDGER_NOT_ADHERING not in entry.open:
@@ -421,20 +407,20 @@ class LedgerAudit:
         for member in dict.fromkeys(members):
             if member in writable:
                 if member not in known:
-                    problems.append(f"{member} is writable but not placed: its location is unusable (join failed)")
+                    problems.append(alert_text.unplaced_problem(member))
                     unavailable.append(member)
                     severe = True
                 elif disallowed:
                     region = policy.region_of_bookie(member)
                     if region in disallowed:
-                        problems.append(f"{member} is in region {region}, where placement is disallowed by the "
-                                        f"feature {region}.{policy.settings.disallow_region_feature}")
+                        problems.append(alert_text.disallowed_problem(member, region,
+                                                                      policy.settings.disallow_region_feature))
                         unavailable.append(member)
             elif member in readonly:
-                problems.append(f"{member} is read-only")
+                problems.append(alert_text.readonly_problem(member))
                 unavailable.append(member)
             else:
-                problems.append(f"{member} is not registered (lost)")
+                problems.append(alert_text.lost_problem(member))
                 unavailable.append(member)
                 severe = True
         if adherence is None:
@@ -442,10 +428,10 @@ class LedgerAudit:
                 adherence = Adherence(policy.is_ensemble_adhering(list(members), entry.write_quorum,
                                                                    entry.ack_quorum)).name
             except ValueError as exc:
-                problems.append(f"the policy refuses to judge the ensemble: {exc}")
+                problems.append(alert_text.unjudged_problem(exc))
                 severe = True
         if adherence == Adherence.FAIL.name:
-            problems.append(_describe_fail(policy, entry))
+            problems.append(alert_text.describe_fail(policy, members, entry.write_quorum))
             severe = True
         return _new_verdict(not problems, adherence, tuple(problems), tuple(unavailable),
                             outputs.ERROR if severe else outputs.WARNING if problems else outputs.INFO)
@@ -477,15 +463,15 @@ class LedgerAudit:
             if adherence == Adherence.FAIL or (adherence == Adherence.MEETS_SOFT and not verdict.unavailable):
                 placed = policy.replace_to_adhere(size, write_quorum, ack_quorum, avoid, current, rng=rng)
                 if not placed.ensemble or placed.adherence == Adherence.FAIL:
-                    notes = "; ".join(str(n) for n in placed.explain.get("fallbacks", ())) or "no relocation adheres"
-                    return {"possible": False, "reason": f"no adhering ensemble exists now: {notes}"}
+                    return {"possible": False,
+                            "reason": alert_text.no_relocation_reason(placed.explain.get("fallbacks", ()))}
                 current, adherence = list(placed.ensemble), Adherence(placed.adherence)
         except (PlacementError, ValueError) as exc:
             return {"possible": False, "reason": str(exc)}
         changes = [{"position": i, "bookie": old, "with": new}
                    for i, (old, new) in enumerate(zip(entry.ensemble, current)) if old != new]
         if not changes:
-            return {"possible": False, "reason": "no change of bookies improves the ensemble"}
+            return {"possible": False, "reason": alert_text.NO_IMPROVING_CHANGE}
         return {"possible": True, "ensemble": current, "replace": changes, "adherence": adherence.name}
 
     @staticmethod
@@ -506,11 +492,10 @@ class LedgerAudit:
               version: int, trigger: str) -> Output:
         if alert_type == ALERT_LEDGER_READHERE:
             severity = outputs.INFO
-            action = ("move the ledger to the suggested ensemble (bookie_replace of each listed position, or "
-                      "BookKeeper's auditor/autorecovery); it no longer needs the relaxed rule")
+            action = alert_text.READHERE_ACTION
         else:
             severity = verdict.severity
-            action = _action(fix)
+            action = alert_text.fix_action(fix)
         alert = outputs.alert(
             alert_type=alert_type, cluster=self.cluster, subject=entry.key, time_ms=time_ms,
             key=f"v{version}:{trigger}", severity=severity,
@@ -559,7 +544,7 @@ class LedgerAudit:
                 break
             oldest = entries.oldest()
             produced += self._forget(oldest, oldest.seen_ms + self.ttl_ms, version,
-                                     f"forgotten: not placed or checked for engine.audit.ttlSeconds={self.ttl_ms // 1000}")
+                                     alert_text.expired_reason(self.ttl_ms // 1000))
         return produced
 
     def _forget(self, entry: AuditEntry, time_ms: int, version: int, reason: str) -> list[Output]:
@@ -569,7 +554,7 @@ class LedgerAudit:
         return produced
 
     def _update_waiting(self, entry: AuditEntry) -> None:
-        # A ledger placed under a relaxation the topology may later make unnecessary waits too (issue 5).
+        # A ledger placed under a relaxation the topology may later make unnecessary waits too.
         waits = (entry.adhering is False or entry.adherence == Adherence.MEETS_SOFT.name
                  or entry.rules) and not entry.fix_known and ALERT_LEDGER_READHERE not in entry.open
         if waits:
@@ -618,34 +603,6 @@ class LedgerAudit:
         assert len(self.entries) <= max(self.max_ledgers, 0)
 
 
-def decision_hint(error: Mapping[str, str] | None, adherence: str | None,
-                  explain: Mapping[str, Any] | None) -> dict[str, str]:
-    """`action` (and for `placement.decision.not_adhering` the `reason`) for a decision alert."""
-    fallbacks = [str(note) for note in (explain or {}).get("fallbacks", ()) or ()]
-    if error is not None:
-        code = error.get("code")
-        if code == "NOT_ENOUGH_BOOKIES":
-            action = ("add writable bookies where the constraint asks (racks, regions, isolation groups), bring "
-                      "back lost or read-only ones, or relax the setting it names; then retry the request")
-        elif code == "INVALID_REQUEST":
-            action = "fix the request as the message says and send it again; the engine state is unchanged"
-        elif code == "ISOLATION_GROUP_ERROR":
-            action = ("check bookkeeperClientIsolationGroups and the groups named in the ledger's metadata: "
-                      "the groups need members (bookie_location with a group)")
-        else:
-            action = "read the message; the request was not placed"
-        return {"action": action}      # the reason is the alert's `constraint` (the error message)
-    reason = "; ".join(fallbacks) if fallbacks else f"adherence {adherence}"
-    if adherence == Adherence.FAIL.name:
-        action = ("the ledger was placed against the placement rule: add bookies in more racks/regions (or bring "
-                  "back the missing ones); the audit raises placement.ledger.readhere_possible with a fix when one "
-                  "exists. Turn on enforceMinNumRacksPerWriteQuorum to refuse such placements instead")
-    else:
-        action = ("the ledger meets only the soft rule (too few regions/zones for the desired spread); add "
-                  "bookies in more regions/zones; the audit reports when a strict placement becomes possible")
-    return {"reason": reason, "action": action}
-
-
 _UNJUDGED: Any = object()
 
 
@@ -678,38 +635,6 @@ def _disallowed_regions(policy: PlacementPolicy) -> frozenset[str]:
     return frozenset(policy.disallowed_regions())
 
 
-def _describe_fail(policy: PlacementPolicy, entry: AuditEntry) -> str:
-    """Name the write set with the fewest distinct locations (placed members only)."""
-    members = entry.ensemble
-    size, quorum = len(members), entry.write_quorum
-    needed = policy.settings.min_racks_per_write_quorum
-    if policy.topology is None or size == 0:
-        return "the policy's rules are not met (adherence FAIL)"
-    located = [policy.known_location(b) for b in members]
-    count, start = _narrowest_write_set(located, quorum)
-    bookies = [members[(start + j) % size] for j in range(quorum)]
-    locations = sorted({located[(start + j) % size] for j in range(quorum)} - {None})
-    rule = f"; needs {min(quorum, needed)}"
-    return (f"adherence FAIL: write set {start} ({', '.join(bookies)}) spans {count} location(s)"
-            f" ({', '.join(locations) or 'none placed'}){rule}")
-
-
-def _narrowest_write_set(locations: list[str | None], write_quorum: int) -> tuple[int, int]:
-    """(distinct locations, first position) of the first write set spanning the fewest locations;
-    None (an unplaced member) counts as none. O(E) (`distinct_per_write_set`), where building each
-    write set cost O(E x W) (0.1 s for one failing 1024-member check)."""
-    return min((held, start) for start, held in enumerate(distinct_per_write_set(locations, write_quorum)))
-
-
-def _action(fix: Mapping[str, Any]) -> str:
-    if fix.get("possible"):
-        moves = ", ".join(f"{c['bookie']} -> {c['with']}" for c in fix.get("replace", ()))
-        return (f"re-replicate to the suggested ensemble ({moves}) with bookie_replace requests or BookKeeper's "
-                "autorecovery; or restore the unavailable bookies")
-    return (f"no fix is possible now ({fix.get('reason', 'unknown')}); restore the unavailable bookies or add "
-            "writable bookies in other racks/regions")
-
-
 __all__ = [
     "ALERT_LEDGER_NOT_ADHERING",
     "ALERT_LEDGER_READHERE",
@@ -720,8 +645,6 @@ __all__ = [
     "LedgerAudit",
     "MembershipView",
     "Verdict",
-    "decision_hint",
     "ledger_key",
     "relaxation_rules",
-    "relaxed_notes",
 ]

@@ -75,9 +75,8 @@ class Output:
         """Compact JSON, keys sorted, ASCII only (so any sink can carry it).
 
         The text is `json.dumps(payload, sort_keys=True, separators=(",", ":"))` byte for byte. orjson
-        writes it (about six times faster than the standard library's C encoder for a decision); the
-        few payloads where orjson's text could differ go through the standard encoder instead (see
-        `_fast_json`).
+        writes it (much faster than the standard library's C encoder); the few payloads where orjson's
+        text could differ go through the standard encoder instead (see `_fast_json`).
         """
         text = _fast_json(self.payload)
         if text is not None:
@@ -167,7 +166,8 @@ def iso_time(ms: int) -> str:
     """`events.format_time(ms)` (ISO-8601 UTC with milliseconds); the text up to the minute is
     remembered for the last minute seen, the date part per day.
 
-    Cost: O(1); under 1 us when the minute repeats (nearly always), a few us otherwise.
+    Cost: O(1); a repeated minute (nearly always) costs a comparison and a string join, a new minute
+    one `format_time` call.
     """
     global _last_minute  # noqa: PLW0603 - the one-entry memo above
     minute, rest = divmod(ms, 60_000)
@@ -253,7 +253,7 @@ def decision(*, cluster: str, request_id: str, request_type: str | None, ledger_
 
     `explain_ready=True`: `explain` is a new dict of JSON values of their exact types (str keys; str,
     int, float, bool, None, and lists and dicts of them) that nobody changes afterwards; it becomes the
-    decision's `explain` as it is, without the `jsonable` copy (about 3 us of a decision's 5). The
+    decision's `explain` as it is, without the `jsonable` copy (otherwise most of a decision's cost). The
     built-in policies' explanations are such values (tests/state/test_explain_ownership.py).
     """
     ident = decision_id(cluster, request_id)

@@ -2,9 +2,9 @@
 bookie, and the packed form it is stored in.
 
 Why packed: Spark hands a cluster's state to whichever Python worker is idle, so most micro-batches
-load the registry from the state store and store it again (docs/performance.md, fourth pass). Building
-every entry on load and encoding every entry on store cost about 13 us per remembered ledger per
-micro-batch, whatever the batch touched: a second per batch for a busy cluster. Here a loaded registry
+load the registry from the state store and store it again (docs/performance.md). Building every
+entry on load and encoding every entry on store would cost O(remembered ledgers) Python steps per
+micro-batch, whatever the batch touched. Here a loaded registry
 stays in columns (the *base*); an entry becomes a Python object only when the audit reads it, and
 storing copies the untouched rows' columns as they are. Load and store are O(ledgers) in C (base64,
 array slices, zlib in `state.snapshot`) plus O(touched ledgers) in Python.
@@ -25,9 +25,8 @@ list), and integer columns as text (`_encode`): `ledger_ids` (-1 for none), `siz
 texts of the rows that are not plainly adhering, `[relaxed, adhering, adherence, fix_known, open,
 rules]`) and `extra_index` (each such row's text in `extra`), and `waiting_rows`. Format 2 stores a
 column in the narrowest of 8-, 16-, 32- and 64-bit little-endian integers that holds it, `ledger_ids`
-and `seen_ms` as differences from the previous row: at the audit's bound a busy cluster's snapshot is a
-third smaller and a third cheaper to compress than format 1's full-width columns (docs/performance.md,
-eighth pass). `unpack` also reads format 1 (full-width columns, one verdict text per row) and the list
+and `seen_ms` as differences from the previous row, so a busy cluster's snapshot is smaller and
+cheaper to compress than format 1's full-width columns (docs/performance.md). `unpack` also reads format 1 (full-width columns, one verdict text per row) and the list
 columns engines before the packed registry wrote.
 
 Keys are not stored: a row's key is `ledger/<ledger_id>`, or `request/<request_id>` without a ledger

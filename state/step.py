@@ -37,7 +37,7 @@ from events.model import REQUEST_TYPES, BookieReplace, EnsembleCheck, LedgerCrea
 from policies import Adherence, NotEnoughBookiesError, PlacementError
 
 from . import outputs
-from .audit import decision_hint
+from .alert_text import decision_hint
 from .cluster import ClusterModel
 from .health import after_expiry, after_record
 from .ordering import in_time_order
@@ -214,7 +214,7 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
         error = {"code": outputs.INVALID_REQUEST, "message": str(exc)}
     version = model.version
     adherence_name = None if adherence is None else Adherence(adherence).name
-    # Provenance at the state level (issue 5): what the cluster looked like at decision time, O(1).
+    # Provenance at the state level: what the cluster looked like at decision time, O(1).
     # A failed decision keeps the policy's explanation of the failure (`constraint`, the steps reached).
     # A new dict; what it holds is the policy's, built for this call (so the decision takes it as it is).
     explain = {**explain, "bookies": {"writable": len(model.writable), "readonly": len(model.readonly),
@@ -226,7 +226,7 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
         topology_version=version, ensemble=None if error else ensemble, bookie=None if error else bookie,
         adherence=adherence_name, error=error, explain=explain, explain_ready=True)
     produced.append(decided)
-    # The ledger audit remembers every placed or checked ensemble (issue 5; state/audit.py).
+    # The ledger audit remembers every placed or checked ensemble (state/audit.py).
     remembered = [] if error is not None else model.audit.remember(
         model, ledger_id=request.ledger_id, request_id=request.request_id, ensemble=ensemble,
         write_quorum=request.write_quorum, ack_quorum=request.ack_quorum, time_ms=model.clock_ms,

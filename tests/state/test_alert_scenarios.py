@@ -1,23 +1,16 @@
 """Replayed scenarios through the step: each alert type fires exactly when it should and never
-otherwise, and a replayed batch gives identical ids (issue 5).
+otherwise, and a replayed batch gives identical ids.
 
 Each test asserts the complete list of alert types it produced, so an extra alert fails it."""
 
+from events.model import BookieReplace
+from events.times import format_time
 from state.audit import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE
 from state.health import ALERT_DEFAULT_RACK, ALERT_DEPARTURE_PENDING
 from state.outputs import ALERT_DECISION_FAILED, ALERT_FLAPPING, ALERT_NOT_ADHERING
-import pytest
-
-from events.model import BookieReplace
-from events.times import format_time
-from state.cluster import ClusterModel
 from tests.state.helpers import CLUSTER, T0, Runner, check, create, feature, location, lost, readonly, writable
 
 RESOLVED = ".resolved"
-
-# Until the audit is wired into the step (issue 5), these scenarios cannot run.
-pytestmark = pytest.mark.skipif("audit" not in ClusterModel.__init__.__code__.co_names,
-                                reason="the ledger audit is not wired into state.step yet")
 
 
 def replace(t, request_id, ensemble, bookie, write_quorum=2, ack_quorum=2, *, ledger_id=None):

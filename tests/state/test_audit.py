@@ -7,15 +7,8 @@ import random
 import pytest
 
 from state import MODEL_KEYS, ModelSettings
-from state.audit import (
-    ALERT_LEDGER_NOT_ADHERING,
-    ALERT_LEDGER_READHERE,
-    LedgerAudit,
-    _narrowest_write_set,
-    ledger_key,
-    relaxation_rules,
-    relaxed_notes,
-)
+from state.alert_text import narrowest_write_set, relaxed_notes
+from state.audit import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE, LedgerAudit, ledger_key, relaxation_rules
 from tests.state.helpers import CLUSTER, T0, Runner, location, lost, readonly, writable
 
 A1, A2, B1, B2, C1, C2 = "a1:3181", "a2:3181", "b1:3181", "b2:3181", "c1:3181", "c2:3181"
@@ -302,10 +295,6 @@ def test_turning_the_audit_off_remembers_nothing():
     assert len(audit) == 0
 
 
-_WIRED = "audit_max_ledgers" in ModelSettings.__dataclass_fields__
-
-
-@pytest.mark.skipif(not _WIRED, reason="the audit keys are not in ModelSettings yet")
 def test_the_audit_keys_have_defaults_and_reject_bad_values():
     settings = ModelSettings.from_conf({})
     assert (settings.audit_max_ledgers, settings.audit_ttl_s) == (100_000, 604_800)
@@ -330,7 +319,7 @@ def test_relaxations_are_kept_apart_from_the_sentences_as_private_copies():
 
 
 def test_the_narrowest_write_set_is_the_first_with_the_fewest_locations():
-    """`_narrowest_write_set` slides per-location counts (O(E)); it names the write set that building
+    """`narrowest_write_set` slides per-location counts (O(E)); it names the write set that building
     each write set in turn names (first one of the fewest distinct locations, unplaced members not
     counted), over random ensembles with shared, repeated and unplaced locations."""
     def reference(locations, write_quorum):
@@ -348,4 +337,4 @@ def test_the_narrowest_write_set_is_the_first_with_the_fewest_locations():
         pool = [None, *(f"/r{k}" for k in range(g.randint(1, 8)))]
         locations = [g.choice(pool) for _ in range(size)]
         write_quorum = g.randint(1, size)
-        assert _narrowest_write_set(locations, write_quorum) == reference(locations, write_quorum)
+        assert narrowest_write_set(locations, write_quorum) == reference(locations, write_quorum)

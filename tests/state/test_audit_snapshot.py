@@ -5,14 +5,10 @@ import pytest
 
 from state import ModelSettings
 from state.audit import ALERT_LEDGER_NOT_ADHERING
-from state.cluster import ClusterModel
 from state.health import ALERT_DEFAULT_RACK
 from state.outputs import ALERT_FLAPPING
 from state.snapshot import dumps, from_document, loads, to_document
 from tests.state.helpers import Runner, create, format_1, lost, readonly, writable
-
-pytestmark = pytest.mark.skipif("audit" not in ClusterModel.__init__.__code__.co_names,
-                                reason="the ledger audit is not wired into state.step yet")
 
 CONF = {"ensemblePlacementPolicy": "rackaware", "enforceMinNumRacksPerWriteQuorum": "true",
         "engine.flapThreshold": "2"}

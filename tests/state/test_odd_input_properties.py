@@ -173,4 +173,6 @@ def test_a_restart_under_another_configuration_keeps_the_invariants(before, afte
         model = result.model
         model.check_invariants()
         for output in result.outputs:
-            json.loads(output.to_json())
+            assert isinstance(json.loads(output.to_json()), dict)
+    assert model.settings == ModelSettings.from_conf(ODD_CONFS[after])
+    assert model.policy_name == model.settings.placement.policy

@@ -1,4 +1,4 @@
-"""The fast paths of `state.outputs` give exactly what the plain formulas give (issue 6): the same
+"""The fast paths of `state.outputs` give exactly what the plain formulas give: the same
 JSON text, ids and times, so replays stay byte-identical."""
 
 import json

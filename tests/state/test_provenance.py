@@ -1,4 +1,4 @@
-"""Every decision's `explain` through `state.step` (issue 5): the policy's steps with their candidate
+"""Every decision's `explain` through `state.step`: the policy's steps with their candidate
 counts, the exclusions by reason, the topology version and the cluster counts; a failed decision keeps
 the policy's explanation of the failure (the constraint and the steps reached)."""
 

@@ -1,4 +1,4 @@
-"""Ledgers placed under a fallback that still adhere (issue 5, gap 3): when the topology recovers so that
+"""Ledgers placed under a fallback that still adhere: when the topology recovers so that
 the fallback is no longer needed, `placement.ledger.readhere_possible` fires once with a minimal fix, and
 it resolves like the other ledger alerts. Replayed scenarios through `state.step`; each test asserts the
 complete list of alert types a step produced, so an extra alert fails it."""

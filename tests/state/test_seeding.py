@@ -1,4 +1,4 @@
-"""`seeded_random` builds the generator `random.Random(seed)` builds (issue 6: cheaper, same draws)."""
+"""`seeded_random` builds the generator `random.Random(seed)` builds: the same draws, seeded more cheaply."""
 
 import random
 
