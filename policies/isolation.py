@@ -161,7 +161,7 @@ class IsolationExclusion:
     counts: tuple[tuple[str, int], ...] = ()
 
     def step(self) -> dict[str, Any]:
-        """The `steps` record of the group filtering (issue 5)."""
+        """The `steps` record of the group filtering."""
         return {"step": "isolation groups", "scope": "+".join(ADMITTED[:self.level + 1]), **dict(self.counts)}
 
 
@@ -508,7 +508,7 @@ class IsolatedPolicy(RackawarePolicy):
             raise self._not_enough(exc, groups, combined, caller, isolation) from exc
         return self._explain(result, caller, groups, isolation)
 
-    # -- relaxation fixes (issue 5) --------------------------------------------------------------------
+    # -- relaxation fixes ----------------------------------------------------------------------------
 
     @staticmethod
     def _rule_groups(rule: Mapping[str, Any]) -> IsolationGroups:

@@ -30,7 +30,7 @@ def _differ(current: Sequence[str], proposed: Sequence[str]) -> float:
     """Positions whose bookie differs; infinite when either list is empty or the sizes differ."""
     if not current or not proposed or len(current) != len(proposed):
         return float("inf")
-    return sum(1 for a, b in zip(current, proposed) if a != b)
+    return sum(1 for a, b in zip(current, proposed, strict=True) if a != b)
 
 
 def _write_sets_span(racks: list[str | None], write_quorum: int, min_racks: int, default: str | None) -> bool:
@@ -248,7 +248,7 @@ class RackAdherence(RackSelection):
                 seen.add(rack)
         adherence = self.is_ensemble_adhering(current, write_quorum, ack_quorum)
         replaced: dict[str, str] = {}
-        for rack, members in spare:
+        for _rack, members in spare:
             for position in movable:
                 trial = list(current)
                 trial[position] = pick_uniform(rng, members)  # type: ignore[assignment]

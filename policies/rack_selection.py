@@ -9,9 +9,9 @@ rack-indexed topology (`rack_index.py`), so a pick costs what the scope's shape 
 cost, not what the number of bookies costs.
 
 `check_sizes` is the size check every public placement call runs first. `RackSelection` is a mixin
-of `RackawarePolicyImpl`; the host provides `tick` (the clock read of a
-public call) and `enforce_durability`. The `SCOPE_*` and `STEP_*` names are the `scope` and `step`
-values of the provenance steps (`provenance.py`) every rack-aware module records.
+of `RackawarePolicyImpl`; the host provides `tick` (the clock read of a public call) and
+`enforce_durability`. The `SCOPE_*` and `STEP_*` names are the `scope` and `step` values of the
+provenance steps (`provenance.py`) every rack-aware module records.
 """
 
 from __future__ import annotations

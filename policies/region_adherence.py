@@ -196,7 +196,7 @@ class RegionAdherence:
             return Adherence.FAIL                        # some write set holds it (W >= 1)
         if None in racks_at:
             regions_at: list[str | None] = [None if rack is None else region_of[bookie]
-                                            for bookie, rack in zip(ensemble, racks_at)]
+                                            for bookie, rack in zip(ensemble, racks_at, strict=True)]
         else:
             regions_at = [region_of[bookie] for bookie in ensemble]
         # Distinct members: a write set is W consecutive positions, or the whole ensemble when W >= E
