@@ -162,7 +162,8 @@ class PlacementSettings:
     desired_zones_per_write_quorum: int = 3            # desiredNumZonesPerWriteQuorum
     strict_zoneaware: bool = True                      # enforceStrictZoneawarePlacement
     isolation_groups: tuple[str, ...] | None = None    # bookkeeperClientIsolationGroups / isolationBookieGroups
-    secondary_isolation_groups: tuple[str, ...] = ()   # bookkeeperClientSecondaryIsolationGroups / secondaryIsolationBookieGroups
+    # bookkeeperClientSecondaryIsolationGroups / secondaryIsolationBookieGroups
+    secondary_isolation_groups: tuple[str, ...] = ()
     keep_stale_readonly_set: bool = False              # placement.compat.keepStaleReadOnlySet (BK quirk App. A #2)
     isolation_fail_closed: bool = False                # placement.isolation.failClosed
 

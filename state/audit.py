@@ -453,7 +453,7 @@ class LedgerAudit:
         size, write_quorum, ack_quorum = len(current), entry.write_quorum, entry.ack_quorum
         avoid = tuple(sorted(set(verdict.unavailable)))
         try:
-            for position, member in enumerate(entry.ensemble):
+            for member in entry.ensemble:
                 if member in verdict.unavailable:
                     placed = policy.replace_bookie(size, write_quorum, ack_quorum, None, current, member, avoid,
                                                    rng=rng)
@@ -481,7 +481,8 @@ class LedgerAudit:
         if not entry.rules:
             return current
         for rule in entry.rules:
-            placed = policy.relaxation_fix(len(current), entry.write_quorum, entry.ack_quorum, current, rule, avoid, rng=rng)
+            placed = policy.relaxation_fix(len(current), entry.write_quorum, entry.ack_quorum, current, rule, avoid,
+                                           rng=rng)
             if placed is not None and placed.ensemble:
                 current = list(placed.ensemble)
         return current

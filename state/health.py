@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from events.model import BookieLocation, BookieLost, BookieReadonly, BookieWritable, ClusterView, FeatureSet
 from events.limits import MAX_TIME_MS
+from events.model import BookieLocation, BookieLost, BookieReadonly, BookieWritable, ClusterView, FeatureSet
 from events.times import format_time
 from policies.resolver import host_of
 

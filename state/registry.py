@@ -26,8 +26,9 @@ texts of the rows that are not plainly adhering, `[relaxed, adhering, adherence,
 rules]`) and `extra_index` (each such row's text in `extra`), and `waiting_rows`. Format 2 stores a
 column in the narrowest of 8-, 16-, 32- and 64-bit little-endian integers that holds it, `ledger_ids`
 and `seen_ms` as differences from the previous row, so a busy cluster's snapshot is smaller and
-cheaper to compress than format 1's full-width columns (docs/performance.md). `unpack` also reads format 1 (full-width columns, one verdict text per row) and the list
-columns engines before the packed registry wrote.
+cheaper to compress than format 1's full-width columns (docs/performance.md). `unpack` also reads
+format 1 (full-width columns, one verdict text per row) and the list columns engines before the
+packed registry wrote.
 
 Keys are not stored: a row's key is `ledger/<ledger_id>`, or `request/<request_id>` without a ledger
 id (`ledger_key`), and rows are found by ledger id or request id.
@@ -183,7 +184,7 @@ def _encode(values: array, *, delta: bool = False) -> str:
         prefix = f"D{int(items[0])},"
         items = np.diff(items)
     low, high = (int(items.min()), int(items.max())) if len(items) else (0, 0)
-    for name, dtype in _WIDTHS:
+    for name, dtype in _WIDTHS:  # noqa: B007 - the first width that holds the column is used below
         info = np.iinfo(dtype)
         if info.min <= low and high <= info.max:
             break

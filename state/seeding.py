@@ -7,7 +7,7 @@ The engine builds one `random.Random` per request (`state.step.request_rng`) and
 from __future__ import annotations
 
 import random
-from _random import Random as _CoreRandom   # the C base class of random.Random
+from _random import Random as _CoreRandom  # the C base class of random.Random
 
 _new_random = random.Random.__new__
 _seed_core = _CoreRandom.seed

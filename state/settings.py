@@ -8,7 +8,7 @@ its policy and its snapshots take these settings, never the raw mapping.
 | key | default | meaning |
 |---|---|---|
 | `engine.seed` | 0 | seed of every request's random generator (STYLE R4) |
-| `engine.bookieHistoryTtlSeconds` | 86400 | what the model remembers of a bookie that left expires this long after it left |
+| `engine.bookieHistoryTtlSeconds` | 86400 | what the model knows of a departed bookie expires this long after it left |
 | `engine.flapWindowSeconds` | `networkTopologyStabilizePeriodSeconds` if > 0, else 60 | the flap-counting window |
 | `engine.flapThreshold` | 3 | departures inside the window that make a bookie "flapping" |
 | `engine.audit.maxLedgers` | 100000 | ledgers the audit remembers per cluster (and shard); 0 turns the audit off |

@@ -1,9 +1,9 @@
 """Flap counting: departures from the writable set inside engine.flapWindowSeconds; one alert per
 episode when engine.flapThreshold is reached."""
 
-from tests.state.helpers import CLUSTER, T0, Runner, lost, readonly, writable
 from events.times import format_time
 from state.outputs import ALERT_FLAPPING
+from tests.state.helpers import CLUSTER, T0, Runner, lost, readonly, writable
 
 A, B = "a:3181", "b:3181"
 CONF = {"ensemblePlacementPolicy": "rackaware", "engine.flapWindowSeconds": "60", "engine.flapThreshold": "3"}

@@ -1,8 +1,8 @@
 """Locations, rack info and isolation groups (CONTRACT §1 resolver/rack_info, §2 bookie_location;
 spec bookkeeper-rackaware.md §1.4, §2.5)."""
 
-from tests.state.helpers import T0, Runner, create, location, lost, readonly, writable
 from state.outputs import ALERT_JOIN_FAILED
+from tests.state.helpers import T0, Runner, create, location, lost, readonly, writable
 
 A, B, C = "a:3181", "b:3181", "c:3181"
 

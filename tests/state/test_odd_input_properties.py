@@ -29,15 +29,18 @@ ORIGIN = Origin.from_file("/odd.jsonl", 1)
 # The property tests' configurations, and some that they leave out.
 ODD_CONFS = {
     **CONFS,
-    "isolated-fail-closed-weighted": {"ensemblePlacementPolicy": "isolated", "bookkeeperClientIsolationGroups": "g1,g3",
-                                      "placement.isolation.failClosed": "true", "diskWeightBasedPlacementEnabled": "true",
-                                      "enforceMinNumRacksPerWriteQuorum": "true", "engine.audit.maxLedgers": "3"},
-    "regionaware-local-enforced": {"ensemblePlacementPolicy": "regionaware", "localNodeLocation": "/r1/a",
-                                   "reppRegionsToWrite": "r0;r1", "reppMinimumRegionsForDurability": "2",
-                                   "enforceMinNumRacksPerWriteQuorum": "true", "diskWeightBasedPlacementEnabled": "true",
-                                   "reppDisallowBookiePlacementInRegionFeatureName": "disallowBookies"},
-    "regionaware-plain-stabilized": {"ensemblePlacementPolicy": "regionaware", "networkTopologyStabilizePeriodSeconds": "5",
-                                     "reppRegionsToWrite": "r0;r1;r2", "reppMinimumRegionsForDurability": "0"},
+    "isolated-fail-closed-weighted": {
+        "ensemblePlacementPolicy": "isolated", "bookkeeperClientIsolationGroups": "g1,g3",
+        "placement.isolation.failClosed": "true", "diskWeightBasedPlacementEnabled": "true",
+        "enforceMinNumRacksPerWriteQuorum": "true", "engine.audit.maxLedgers": "3"},
+    "regionaware-local-enforced": {
+        "ensemblePlacementPolicy": "regionaware", "localNodeLocation": "/r1/a",
+        "reppRegionsToWrite": "r0;r1", "reppMinimumRegionsForDurability": "2",
+        "enforceMinNumRacksPerWriteQuorum": "true", "diskWeightBasedPlacementEnabled": "true",
+        "reppDisallowBookiePlacementInRegionFeatureName": "disallowBookies"},
+    "regionaware-plain-stabilized": {
+        "ensemblePlacementPolicy": "regionaware", "networkTopologyStabilizePeriodSeconds": "5",
+        "reppRegionsToWrite": "r0;r1;r2", "reppMinimumRegionsForDurability": "0"},
     "zoneaware-relaxed": {"ensemblePlacementPolicy": "zoneaware", "enforceStrictZoneawarePlacement": "false",
                           "minNumZonesPerWriteQuorum": "1", "desiredNumZonesPerWriteQuorum": "2"},
     "zoneaware-strict": {"ensemblePlacementPolicy": "zoneaware", "minNumZonesPerWriteQuorum": "1",
