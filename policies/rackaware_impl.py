@@ -36,8 +36,15 @@ from .provenance import position as position_name
 from .rack_adherence import RackAdherence
 from .rack_fast import RackFastPaths
 from .rack_index import ExcludedPerRack
-from .rack_selection import (SCOPE_CLUSTER, SCOPE_FALLBACK, SCOPE_LOCAL, SCOPE_RANDOM, SCOPE_UNUSED, STEP_ENSEMBLE,
-                             check_sizes)
+from .rack_selection import (
+    SCOPE_CLUSTER,
+    SCOPE_FALLBACK,
+    SCOPE_LOCAL,
+    SCOPE_RANDOM,
+    SCOPE_UNUSED,
+    STEP_ENSEMBLE,
+    check_sizes,
+)
 from .read_order import SlowBookieCache, add_missing_indices, reorder_read_sequence
 from .resolver import LocationResolver
 from .settings import PlacementSettings

@@ -178,7 +178,7 @@ class RegionAllocation:
         region took and each region's sub-policy notes."""
         steps = explain.setdefault("steps", [])
         n = len(available)
-        allocation = {region: (0, 0) for region in available}
+        allocation = dict.fromkeys(available, (0, 0))
         maxed: set[str] = set()
         remaining_e, remaining_w = ensemble_size, write_quorum
         local_index = available.index(self.local_region) if self.local_region in available else -1
