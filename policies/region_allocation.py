@@ -24,12 +24,24 @@ from typing import Any
 from .api import Adherence, PlacementResult
 from .coverage import CoverageEnsemble
 from .errors import NotEnoughBookiesError
-from .location import ROOT
+from .location import ROOT, UNKNOWN_REGION
 from .rackaware import RackawarePolicy
 from .selection import pick_uniform
 
 # The rack-aware engine's note for a region with fewer than two racks (its random path, spec rackaware §4.4).
 _FEWER_RACKS_NOTE = "fewer than 2 racks: random selection"
+
+
+def _local_region_index(available: list[str], local_region: str) -> int:
+    """The index of the client's region in `available`, or -1 when no region is visited first.
+
+    As in Java, `UnknownRegion` never counts as the client's region: it is the region of a client without
+    a local node (or at the default location), and a populated `UnknownRegion` (unmapped bookies) takes
+    its turn in the round robin like any other region.
+    """
+    if local_region == UNKNOWN_REGION or local_region not in available:
+        return -1
+    return available.index(local_region)
 
 
 def _round_robin(available: list[str], start: int, local_index: int,
@@ -181,7 +193,7 @@ class RegionAllocation:
         allocation = dict.fromkeys(available, (0, 0))
         maxed: set[str] = set()
         remaining_e, remaining_w = ensemble_size, write_quorum
-        local_index = available.index(self.local_region) if self.local_region in available else -1
+        local_index = _local_region_index(available, self.local_region)
         notes: dict[str, list[str]] = {}
         while True:
             coverage = self._region_coverage(ensemble_size, write_quorum, ack_quorum, min_regions)
@@ -274,7 +286,7 @@ class RegionAllocation:
         n = len(available)
         settings = self.settings
         local_region = self.local_region
-        local_index = available.index(local_region) if local_region in available else -1
+        local_index = _local_region_index(available, local_region)
         coverage = CoverageEnsemble(ensemble_size, write_quorum, ack_quorum, settings.min_racks_per_write_quorum,
                                     lambda stand_in: stand_in.partition("#")[0],
                                     regions=self._regions if min_regions > 0 else (), min_durability=min_regions)
