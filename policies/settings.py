@@ -28,6 +28,22 @@ POLICY_CLASSES = {
 SHORT_NAMES = ("rackaware", "regionaware", "zoneaware", "default", "isolated")
 ISOLATION_POLICY_CLASS = "org.apache.pulsar.bookie.rackawareness.IsolatedBookieEnsemblePlacementPolicy"
 
+KNOWN_KEYS: frozenset[str] = frozenset({
+    "ensemblePlacementPolicy", "localNodeLocation", "ignoreLocalNodeInPlacementPolicy",
+    "minNumRacksPerWriteQuorum", "enforceMinNumRacksPerWriteQuorum", "enforceMinNumFaultDomainsForWrite",
+    "networkTopologyStabilizePeriodSeconds", "ensembleRandomReadReordering",
+    "readReorderThresholdPendingRequests", "reorderReadSequenceEnabled", "bookieFailureHistoryExpirationMSec",
+    "diskWeightBasedPlacementEnabled", "bookieMaxMultipleForWeightBasedPlacement",
+    "reppRegionsToWrite", "reppMinimumRegionsForDurability", "reppEnableDurabilityEnforcementInReplace",
+    "reppDisableDurabilityFeatureName", "reppDisallowBookiePlacementInRegionFeatureName", "reppEnableValidation",
+    "minNumZonesPerWriteQuorum", "desiredNumZonesPerWriteQuorum", "enforceStrictZoneawarePlacement",
+    "bookkeeperClientIsolationGroups", "isolationBookieGroups",
+    "bookkeeperClientSecondaryIsolationGroups", "secondaryIsolationBookieGroups",
+    "placement.compat.keepStaleReadOnlySet", "placement.isolation.failClosed",
+})
+"""Every key `PlacementSettings.from_conf` reads: the catalog the configuration lint
+(`policies.conf_lint`) checks a file against. A test keeps it equal to the keys `from_conf` reads."""
+
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
