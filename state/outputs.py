@@ -3,11 +3,13 @@
 Every output is an `Output(kind, cluster, id, payload)`; `to_json()` gives compact JSON with sorted
 keys. Ids are stable: a BLAKE2b digest of the output's identity, never of wall-clock time or a
 salted `hash()`, so replaying the same input yields the same ids and consumers can drop duplicates.
+A decision's id covers what was asked, not only the `request_id`: a request sent again unchanged keeps
+its id, a different request that reuses a `request_id` gets another one (no two answers share an id).
 
 | kind | id is the digest of |
 |---|---|
-| `decision` | ("decision", cluster, request_id) |
-| `alert` | ("alert", type, cluster, subject, triggering record's time, request or bookie id) |
+| `decision` | ("decision", cluster, request_id, the request's content: `request_content`) |
+| `alert` | ("alert", type, cluster, subject, triggering record's time, decision or bookie id) |
 | `dead_letter` | ("dead_letter", cluster, source, raw text) |
 
 Alerts are CloudEvents 1.0 objects; `data.severity` is `info`, `warning` or `error`.
@@ -22,7 +24,7 @@ import json
 import re
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Any
 
@@ -240,23 +242,71 @@ def _jsonable_other(value: Any) -> Any:
 # -- decisions ---------------------------------------------------------------------------------------
 
 
-def decision_id(cluster: str, request_id: str) -> str:
-    """`stable_id(DECISION, cluster, request_id)`."""
-    return hashlib.blake2b(_prefix((DECISION, cluster)) + _part(request_id), digest_size=16).hexdigest()
+def decision_id(cluster: str, request_id: str, content: str | None = None) -> str:
+    """`stable_id(DECISION, cluster, request_id, content)`; without `content`,
+    `stable_id(DECISION, cluster, request_id)` (a requester whose request could not be read)."""
+    key = _prefix((DECISION, cluster)) + _part(request_id)
+    if content is not None:
+        key += _part(content)
+    return hashlib.blake2b(key, digest_size=16).hexdigest()
+
+
+# Per request class: the fields that make up its content (everything but the cluster and the
+# request_id, which are parts of the id on their own).
+_CONTENT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def request_content(request: Any) -> str:
+    """What a parsed request asks, as canonical text: compact JSON, keys sorted, of its `type` and every
+    field but `cluster` and `request_id` (time, ledger id, quorums, ensemble and bookie, `exclude`
+    sorted, custom-metadata values as hex). Where the record came from is not part of it.
+
+    Two requests have the same content exactly when they are equal records, so an unchanged request
+    sent again gets the same decision id and any change (a quorum, an excluded bookie, the time) a new one.
+
+    Cost: O(fields + exclude log exclude) per request; one orjson encoding.
+    """
+    names = _CONTENT_FIELDS.get(type(request))
+    if names is None:
+        names = _CONTENT_FIELDS[type(request)] = tuple(
+            f.name for f in fields(request) if f.name not in ("cluster", "request_id"))
+    content: dict[str, Any] = {"type": request.type}
+    for name in names:
+        value = getattr(request, name)
+        kind = type(value)
+        if kind is frozenset:
+            value = sorted(value)
+        elif kind is tuple and value and type(value[0]) is tuple:     # custom_metadata: (key, bytes) pairs
+            value = [[key, item.hex()] for key, item in value]
+        content[name] = value
+    try:
+        return _orjson_dumps(content, option=_SORT_KEYS).decode("utf-8")
+    except TypeError:          # a hand-built record holding what orjson refuses (a lone surrogate)
+        return json.dumps(content, sort_keys=True, separators=(",", ":"))
+
+
+def dead_letter_content(letter: DeadLetter) -> str:
+    """The content of a request that became a dead letter: its code and raw text, as a JSON array (a
+    parsed request's content is a JSON object, so the two never coincide)."""
+    return json.dumps(["dead_letter", letter.reason.name, letter.raw], separators=(",", ":"))
 
 
 def decision(*, cluster: str, request_id: str, request_type: str | None, ledger_id: int | None,
              time_ms: int | None, policy: str, topology_version: int | None, ensemble: list[str] | None = None,
              bookie: str | None = None, adherence: str | None = None, error: Mapping[str, str] | None = None,
-             explain: Mapping[str, Any] | None = None, explain_ready: bool = False) -> Output:
+             explain: Mapping[str, Any] | None = None, explain_ready: bool = False,
+             content: str | None = None) -> Output:
     """A decision (CONTRACT §2): `status` is `failed` exactly when `error` is given.
+
+    `content` is the request's content (`request_content`, or `dead_letter_content` for a request that
+    could not be used), part of the decision's id; None only when nothing of the request is known.
 
     `explain_ready=True`: `explain` is a new dict of JSON values of their exact types (str keys; str,
     int, float, bool, None, and lists and dicts of them) that nobody changes afterwards; it becomes the
     decision's `explain` as it is, without the `jsonable` copy (otherwise most of a decision's cost). The
     built-in policies' explanations are such values (tests/state/test_explain_ownership.py).
     """
-    ident = decision_id(cluster, request_id)
+    ident = decision_id(cluster, request_id, content)
     if explain_ready and type(explain) is dict:
         explained = explain
     else:
@@ -350,7 +400,9 @@ __all__ = [
     "alert_id",
     "dead_letter",
     "decision",
+    "dead_letter_content",
     "decision_id",
     "jsonable",
+    "request_content",
     "stable_id",
 ]

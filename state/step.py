@@ -14,7 +14,8 @@
   pass a record still to come (the streaming layer uses the event-time watermark).
 * Each request is answered against the model as it stands at its time, with its own generator
   seeded from `(engine.seed, cluster, request_id)` (STYLE R4): answers do not depend on batch
-  boundaries or on other clusters.
+  boundaries or on other clusters. A decision's id covers the request's content as well
+  (`outputs.request_content`), so a reused `request_id` with other content gets another id.
 * Sharding (`shards > 1`): every cluster event reaches every shard and is applied by all of them,
   but only shard 0 emits what events produce (their alerts, and dead letters that were not
   requests); a request reaches only its own shard, which answers it.
@@ -166,7 +167,8 @@ def dead_letter_outputs(letter: DeadLetter, cluster: str, settings: ModelSetting
             # The keys every explanation has (README); no `bookies`: nothing was decided against the
             # cluster, and a dead letter is reported before the batch's records are applied.
             explain={"policy": settings.placement.policy, "steps": [], "fallbacks": [], "excluded": {},
-                     "dead_letter": letter.reason.name}))
+                     "dead_letter": letter.reason.name},
+            content=outputs.dead_letter_content(letter)))
     return produced
 
 
@@ -224,7 +226,8 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
         cluster=model.cluster, request_id=request.request_id, request_type=request.type,
         ledger_id=request.ledger_id, time_ms=request.time_ms, policy=model.policy_name,
         topology_version=version, ensemble=None if error else ensemble, bookie=None if error else bookie,
-        adherence=adherence_name, error=error, explain=explain, explain_ready=True)
+        adherence=adherence_name, error=error, explain=explain, explain_ready=True,
+        content=outputs.request_content(request))
     produced.append(decided)
     # The ledger audit remembers every placed or checked ensemble (state/audit.py).
     remembered = [] if error is not None else model.audit.remember(
@@ -240,14 +243,14 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
     if error is not None:
         produced.append(outputs.alert(
             alert_type=outputs.ALERT_DECISION_FAILED, cluster=model.cluster, subject=subject,
-            time_ms=model.clock_ms, key=request.request_id,
+            time_ms=model.clock_ms, key=decided.id,
             severity=outputs.ERROR if error["code"] == NOT_ENOUGH_BOOKIES else outputs.WARNING,
             data={**common, "code": error["code"], "constraint": error["message"],
                   **decision_hint(error, None, explain)}))
     elif adherence_name in ("MEETS_SOFT", "FAIL"):
         produced.append(outputs.alert(
             alert_type=outputs.ALERT_NOT_ADHERING, cluster=model.cluster, subject=subject,
-            time_ms=model.clock_ms, key=request.request_id,
+            time_ms=model.clock_ms, key=decided.id,
             severity=outputs.WARNING if adherence_name == "FAIL" else outputs.INFO,
             data={**common, "adherence": adherence_name, "ensemble": ensemble,
                   "write_quorum": request.write_quorum, "ack_quorum": request.ack_quorum,
