@@ -89,7 +89,8 @@ class TopologyReport:
     Attributes:
         cluster: the cluster name.
         policy: the policy's short name.
-        clock_ms: the model's clock (the last event time, or the log's horizon).
+        clock_ms: the model's clock: the time of its last change (an event, or a timed change the log's
+            end settled).
         writable, readonly, lost: bookie ids by registration state (sorted).
         pending: departed bookies still usable during the stabilization period (sorted).
         placeable: writable bookies the policy places on (their join succeeded; sorted).
