@@ -29,7 +29,14 @@ class Reason(enum.Enum):
     WRONG_TYPE = "a field has the wrong JSON type (a boolean where an integer belongs, null where a value is required)"
     EMPTY_FIELD = "a string or list that must not be empty is empty"
     FIELD_TOO_LARGE = "a string, list or number is above its limit"
-    INVALID_TIME = "`time` is not ISO-8601 with a zone, nor non-negative integer epoch milliseconds"
+    INVALID_TIME = (
+        "`time` is not ISO-8601 with a zone, nor non-negative integer epoch milliseconds, or is outside "
+        "1970-01-01T00:00:00Z .. 2262-04-11T23:47:16.854Z"
+    )
+    TIME_TOO_FAR_AHEAD = (
+        "`time` is more than `engine.maxFutureSkewSeconds` ahead of its cluster's latest record; the cluster "
+        "model sets it, never the parser"
+    )
     INVALID_BOOKIE_ID = "a bookie id that BookKeeper would reject (spec bookkeeper-rackaware.md §1.1)"
     INVALID_LOCATION = "a network location that does not start with `/`"
     INVALID_LEDGER_ID = "`ledger_id` is negative"

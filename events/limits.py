@@ -41,8 +41,13 @@ MAX_LONG = 2**63 - 1
 MIN_FEATURE_VALUE = -(2**31)
 MAX_FEATURE_VALUE = 2**31 - 1
 
-#: Latest representable time: 9999-12-31T23:59:59.999Z, in epoch milliseconds.
-MAX_TIME_MS = 253_402_300_799_999
+#: Latest accepted time: 2262-04-11T23:47:16.854Z, in epoch milliseconds: the last millisecond a
+#: signed 64-bit count of nanoseconds since 1970 holds (pandas' ``Timestamp.max``), which Spark's Arrow
+#: conversion of a timestamp column needs. Every stage (parser, model, Spark's columns) can hold any
+#: time from 0 to here; the earliest such time, 1677-09-21, is before the contract's 1970.
+MAX_TIME_MS = 9_223_372_036_854
+#: ``MAX_TIME_MS`` written as a time.
+MAX_TIME_TEXT = "2262-04-11T23:47:16.854Z"
 
 __all__ = [
     "MAX_CLUSTER_CHARS",
@@ -55,6 +60,7 @@ __all__ = [
     "MAX_RECORD_BYTES",
     "MAX_STRING_CHARS",
     "MAX_TIME_MS",
+    "MAX_TIME_TEXT",
     "MAX_VIEW_BOOKIES",
     "MIN_FEATURE_VALUE",
 ]

@@ -10,7 +10,9 @@ Accepted strings (the grammar, ASCII digits only)::
 
 Fractions finer than a millisecond are truncated (towards the past). Rejected: no zone, reduced
 precision (``03:00`` without seconds), leap second ``:60``, hour ``24``, impossible dates, zone
-offsets of 24 hours or more, times before 1970-01-01T00:00:00Z or after 9999-12-31T23:59:59.999Z.
+offsets of 24 hours or more, times before 1970-01-01T00:00:00Z or after 2262-04-11T23:47:16.854Z
+(``MAX_TIME_MS``: the latest time a nanosecond timestamp holds, which Spark's Arrow conversion needs; a
+later time would fail a whole micro-batch there instead of becoming one dead letter).
 
 Accepted numbers: non-negative integer epoch milliseconds up to ``MAX_TIME_MS``, also written as a
 float without a fraction (``1.7e12``). Rejected: booleans, fractional or non-finite floats,
@@ -25,7 +27,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from events.dead_letter import Reason
 from events.errors import EventError, describe
-from events.limits import MAX_TIME_MS
+from events.limits import MAX_TIME_MS, MAX_TIME_TEXT
 
 _ISO_TIME = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)"
@@ -38,6 +40,7 @@ _NAIVE_EPOCH = datetime(1970, 1, 1)
 _ONE_MS = timedelta(milliseconds=1)
 _fromisoformat = datetime.fromisoformat
 
+_TOO_LATE = f"after {MAX_TIME_TEXT}, the latest time the engine can hold"
 _EXPECTED = "expected an ISO-8601 time with a zone (like 2026-11-22T03:00:00.000Z) or epoch milliseconds"
 
 
@@ -67,7 +70,7 @@ def parse_time_ms(value: object, field: str = "time") -> int:
     if type(value) is int:
         if 0 <= value <= MAX_TIME_MS:
             return value
-        raise _invalid(field, value, "before 1970" if value < 0 else "after the year 9999")
+        raise _invalid(field, value, "before 1970" if value < 0 else _TOO_LATE)
     if isinstance(value, str):
         return _parse_iso(value, field)
     if isinstance(value, bool):
@@ -123,7 +126,7 @@ def _parse_iso(text: str, field: str) -> int:
         why = "zone offset must be less than 24 hours" if "offset" in str(exc) else str(exc)
         raise _invalid(field, text, why) from None
     if not 0 <= ms <= MAX_TIME_MS:
-        raise _invalid(field, text, "before 1970" if ms < 0 else "after the year 9999")
+        raise _invalid(field, text, "before 1970" if ms < 0 else _TOO_LATE)
     return ms
 
 

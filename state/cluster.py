@@ -10,6 +10,9 @@ the time the step gives it (`advance`), and keeps:
 * membership: `writable`, `readonly`, `lost` (registered once, now gone);
 * what it knows of each bookie (`facts`: location, hostname, isolation group, whether rack info was
   set by `bookie_location`), the disk reports (`disk`) and the feature switches (`features`);
+* `record_clock_ms`, the latest time of a record applied (None before the first): the clock without
+  the timed changes, which only move `clock_ms`. `engine.maxFutureSkewSeconds` is measured from it, so
+  whether a record is refused does not depend on when idle ticks ran (`state.step`);
 * `pending` leaves (stabilization), `flaps` (departures inside the flap window), `late_records`,
   `join_failures`, and `version`, the topology version, bumped by every change that can affect
   placement;
@@ -119,6 +122,7 @@ class ClusterModel(TimedChanges):
         period = self.placement.stabilize_period_s
         self.stabilize_period_s = period if self.policy_name in STABILIZING_POLICIES else 0
         self.clock_ms = 0
+        self.record_clock_ms: int | None = None
         self.version = 0
         self.late_records = 0
         self.writable: set[str] = set()
@@ -180,6 +184,9 @@ class ClusterModel(TimedChanges):
         Returns:
             True when the record is late (older than the clock); it is then applied at the clock.
         """
+        latest = self.record_clock_ms
+        if latest is None or time_ms > latest:
+            self.record_clock_ms = time_ms
         if time_ms < self.clock_ms:    # `state.ordering.effective_time`, inlined (once per record)
             self.late_records += 1
             return True
@@ -534,6 +541,7 @@ class ClusterModel(TimedChanges):
             differ = self.pending.keys() ^ self.health.pending.keys()
             assert differ <= set(unseen), f"pending changes missing from the log: {sorted(differ - set(unseen))}"
         assert self.clock_ms >= 0 and self.version >= 0 and self.late_records >= 0
+        assert self.record_clock_ms is None or 0 <= self.record_clock_ms <= self.clock_ms, "record clock ahead"
         expected_mapping = {}
         expected_racks: dict[str, dict[str, dict[str, Any]]] = {}
         for bookie, facts in self.facts.items():

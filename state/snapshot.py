@@ -5,7 +5,7 @@ passes (the streaming job's is zstd: `streaming.stateful.STATE_CODEC`). The poli
 the policy's own `export_state()` and are restored with `import_state()`; the ledger audit's registry
 in its packed form (`state.registry`: integer columns as base64 arrays, entries built only when read,
 so a load and a store cost little per remembered ledger); everything else is the model's
-(membership, facts, disk, features, pending leaves, flaps, counters).
+(membership, facts, disk, features, pending leaves, flaps, counters, the clocks).
 
 Versioning: `VERSION` is the format this engine writes. `loads` reads any older version by applying
 `MIGRATIONS[v]` (which turns a version-v document into a version-(v+1) one) until it reaches `VERSION`;
@@ -73,6 +73,7 @@ def to_document(model: ClusterModel) -> dict[str, Any]:
         "cluster": model.cluster,
         "policy": model.policy_name,
         "clock_ms": model.clock_ms,
+        "record_clock_ms": model.record_clock_ms,
         "version": model.version,
         "late_records": model.late_records,
         "writable": sorted(model.writable),
@@ -194,6 +195,9 @@ def from_document(document: dict[str, Any], settings: ModelSettings) -> ClusterM
     document = migrate(document)
     model = ClusterModel(document["cluster"], settings)
     model.clock_ms = int(document["clock_ms"])
+    # Optional (added within v4; an engine that does not know it ignores it): without it, the clock.
+    record_clock = document.get("record_clock_ms", model.clock_ms or None)
+    model.record_clock_ms = None if record_clock is None else int(record_clock)
     model.version = int(document["version"])
     model.late_records = int(document["late_records"])
     model.writable = set(document["writable"])

@@ -6,6 +6,12 @@
   decision with code `INVALID_REQUEST` when the request's cluster and `request_id` could be read).
 * Records are applied in `(time, arrival)` order (`state.ordering`); the cluster clock never goes
   back: a late record is applied at the clock and counted.
+* A record more than `engine.maxFutureSkewSeconds` ahead of the cluster's latest record
+  (`ClusterModel.record_clock_ms`, as it stands when the record's turn comes in time order) is not
+  applied: it becomes a `TIME_TOO_FAR_AHEAD` dead letter (a request also gets its `failed`
+  INVALID_REQUEST decision), so one bad time cannot move the clock past every stabilization delay. The
+  first record of a new cluster sets the clock. Idle ticks do not move `record_clock_ms`, so `run` and
+  `replay` refuse the same records.
 * Timed changes (a stabilization delay or flap window that ends, a bookie's history or a ledger's
   audit TTL) are applied and reported at their own time (`settle`), before any record of that time
   or later. A batch may carry a `horizon_ms` instead of records (an idle cluster's tick, the end of a
@@ -33,8 +39,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from events.dead_letter import DeadLetter
-from events.model import REQUEST_TYPES, BookieReplace, EnsembleCheck, LedgerCreate
+from events.dead_letter import DeadLetter, Reason
+from events.encode import to_json_text
+from events.model import REQUEST_TYPES, BookieReplace, EnsembleCheck, LedgerCreate, Origin, Record
+from events.times import format_time
 from policies import Adherence, NotEnoughBookiesError, PlacementError
 
 from . import outputs
@@ -86,7 +94,8 @@ def settle(model: ClusterModel, until_ms: int, *, emit_health: bool = True) -> l
 
 
 def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], settings: ModelSettings, *,
-         shard: int = 0, shards: int = 1, horizon_ms: int | None = None) -> StepResult:
+         shard: int = 0, shards: int = 1, horizon_ms: int | None = None,
+         origins: Mapping[int, Origin] | None = None) -> StepResult:
     """Apply one micro-batch of one cluster (or one shard of it).
 
     Args:
@@ -97,6 +106,8 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
         shard: this shard's number, 0 <= shard < shards.
         shards: shards per cluster.
         horizon_ms: settle the model up to this time after the records (see `settle`); None: no tick.
+        origins: where each record came from, by `id(record)`: the `source` of the dead letter of a
+            record refused here (`TIME_TOO_FAR_AHEAD`); without it, `{"inline": "unknown"}`.
 
     Returns:
         The updated model and the outputs.
@@ -132,8 +143,16 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
         due = model.next_expiry_ms()
         if due is not None and due <= model.clock_ms:
             result.extend(settle(model, model.clock_ms, emit_health=emit_events))
+    skew_ms = settings.max_future_skew_ms
     for record in in_time_order(records):
         time_ms = record.time_ms
+        if skew_ms is not None:
+            latest = model.record_clock_ms
+            if latest is not None and time_ms - latest > skew_ms:
+                if emit_events or record.type in REQUEST_TYPES:
+                    letter = too_far_ahead(record, latest, settings, origins)
+                    result.extend(dead_letter_outputs(letter, cluster, settings))
+                continue
         due = model.next_expiry_ms()
         if due is not None and due <= time_ms:
             result.extend(settle(model, time_ms, emit_health=emit_events))
@@ -170,6 +189,31 @@ def dead_letter_outputs(letter: DeadLetter, cluster: str, settings: ModelSetting
                      "dead_letter": letter.reason.name},
             content=outputs.dead_letter_content(letter)))
     return produced
+
+
+_UNKNOWN_ORIGIN = Origin.inline("unknown")
+
+
+def too_far_ahead(record: Record, latest_ms: int, settings: ModelSettings,
+                  origins: Mapping[int, Origin] | None = None) -> DeadLetter:
+    """The `TIME_TOO_FAR_AHEAD` dead letter of a record refused by `engine.maxFutureSkewSeconds`.
+
+    Its `raw` is the record written again from its parsed form (`events.to_json_text`; the step gets
+    parsed records, not their text), its `source` the record's origin when `origins` has it.
+    """
+    origin = origins.get(id(record), _UNKNOWN_ORIGIN) if origins is not None else _UNKNOWN_ORIGIN
+    is_request = record.type in REQUEST_TYPES
+    skew_s = settings.max_future_skew_s
+    ahead_ms = record.time_ms - latest_ms
+    return DeadLetter(
+        raw=to_json_text(record), source=origin.to_record(), reason=Reason.TIME_TOO_FAR_AHEAD,
+        detail=(f"time: {format_time(record.time_ms)} is {ahead_ms // 1000}.{ahead_ms % 1000:03d} s ahead of the "
+                f"cluster's latest record ({format_time(latest_ms)}); engine.maxFutureSkewSeconds={skew_s} allows "
+                f"at most {skew_s} s. Fix the producer's clock, or raise the key (0: no bound) if the cluster "
+                "really had no record for that long"),
+        cluster=record.cluster, request_id=record.request_id if is_request else None,
+        ledger_id=record.ledger_id if is_request else None, record_type=record.type,
+        time_ms=record.time_ms if is_request else None)
 
 
 def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | EnsembleCheck) -> list[Output]:
@@ -259,4 +303,4 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
     return produced
 
 
-__all__ = ["StepResult", "answer", "dead_letter_outputs", "request_rng", "settle", "step"]
+__all__ = ["StepResult", "answer", "dead_letter_outputs", "request_rng", "settle", "step", "too_far_ahead"]

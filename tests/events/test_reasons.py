@@ -161,6 +161,31 @@ def test_invalid_time():
     )
 
 
+def test_invalid_time_outside_what_every_stage_can_hold():
+    # A sentinel "end of time" and a zero date: Spark's nanosecond timestamps cannot hold either.
+    late = dead(create(time="9999-12-31T23:59:59.999Z"), Reason.INVALID_TIME)
+    assert late.detail == (
+        "time: expected an ISO-8601 time with a zone (like 2026-11-22T03:00:00.000Z) or epoch milliseconds, "
+        'got "9999-12-31T23:59:59.999Z" (after 2262-04-11T23:47:16.854Z, the latest time the engine can hold)'
+    )
+    assert (late.cluster, late.request_id, late.time_ms) == ("prod", "req-7", None), "answered, with no time"
+    early = dead(create(time="0001-01-01T00:00:00Z"), Reason.INVALID_TIME)
+    assert early.detail.endswith("(before 1970)")
+    assert dead(create(time=253_402_300_799_999), Reason.INVALID_TIME).detail.endswith(
+        "(after 2262-04-11T23:47:16.854Z, the latest time the engine can hold)")
+
+
+def test_time_too_far_ahead():
+    """Set by the cluster model against engine.maxFutureSkewSeconds (tests/state/test_future_skew.py),
+    never by parsing: the time itself is valid."""
+    record = create(time="2262-04-01T00:00:00Z")
+    assert not isinstance(parse_record(json.dumps(record), ORIGIN), DeadLetter)
+    letter = DeadLetter(raw=json.dumps(record), source=ORIGIN.to_record(), reason=Reason.TIME_TOO_FAR_AHEAD,
+                        detail="time: ...", cluster="prod", request_id="req-7", record_type="ledger_create")
+    assert letter.to_record()["code"] == "TIME_TOO_FAR_AHEAD"
+    assert letter.needs_failed_decision
+
+
 def test_invalid_bookie_id():
     raw = {"type": "bookie_lost", "cluster": "prod", "time": T, "bookie": "bk1.example.com/3181"}
     assert dead(raw, Reason.INVALID_BOOKIE_ID).detail == (

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events import EventError, Reason, format_time, parse_time_ms
-from events.limits import MAX_TIME_MS
+from events.limits import MAX_TIME_MS, MAX_TIME_TEXT
 
 BASE = 1_795_316_400_000  # 2026-11-22T03:00:00Z
 
@@ -35,7 +35,9 @@ BASE = 1_795_316_400_000  # 2026-11-22T03:00:00Z
         ("1970-01-01T00:00:00Z", 0),
         ("1970-01-01T01:00:00+01:00", 0),
         ("2024-02-29T00:00:00Z", 1_709_164_800_000),
-        ("9999-12-31T23:59:59.999Z", MAX_TIME_MS),
+        ("2262-04-11T23:47:16.854Z", MAX_TIME_MS),
+        ("2262-04-11T23:47:16.854999999Z", MAX_TIME_MS),  # truncated to the last millisecond held
+        ("2262-04-12T00:47:16.854+01:00", MAX_TIME_MS),
     ],
 )
 def test_accepts_iso_8601_with_a_zone(text, expected):
@@ -74,13 +76,19 @@ def test_accepts_epoch_milliseconds(value):
         ("2026-11-22T03:00:00+24:00", "less than 24 hours"),
         ("1969-12-31T23:59:59.999Z", "before 1970"),
         ("1970-01-01T00:30:00+01:00", "before 1970"),
-        ("9999-12-31T23:59:59-00:01", "after the year 9999"),
+        ("9999-12-31T23:59:59.999Z", "after 2262-04-11T23:47:16.854Z, the latest time the engine can hold"),
+        ("2262-04-11T23:47:16.855Z", "after 2262-04-11T23:47:16.854Z"),
+        ("2262-04-11T23:47:16.854-00:01", "after 2262-04-11T23:47:16.854Z"),
+        ("0001-01-01T00:00:00Z", "before 1970"),
+        ("1677-09-21T00:12:43.145Z", "before 1970"),
         ("1795316400000", "JSON number, not a string"),
         ("", "accepted form"),
         (True, "boolean"),
         (False, "boolean"),
         (-1, "before 1970"),
-        (MAX_TIME_MS + 1, "after the year 9999"),
+        (MAX_TIME_MS + 1, "after 2262-04-11T23:47:16.854Z"),
+        (253_402_300_799_999, "after 2262-04-11T23:47:16.854Z"),  # 9999-12-31T23:59:59.999Z
+        (2**63, "after 2262-04-11T23:47:16.854Z"),
         (1.5, "whole number"),
         (float("nan"), "whole number"),
         (float("inf"), "whole number"),
@@ -125,7 +133,7 @@ def test_the_second_memo_never_changes_a_result():
         (0, "1970-01-01T00:00:00.000Z"),
         (BASE, "2026-11-22T03:00:00.000Z"),
         (BASE + 7, "2026-11-22T03:00:00.007Z"),
-        (MAX_TIME_MS, "9999-12-31T23:59:59.999Z"),
+        (MAX_TIME_MS, "2262-04-11T23:47:16.854Z"),
     ],
 )
 def test_format_time(ms, text):
@@ -146,7 +154,7 @@ def test_format_then_parse_is_identity(ms):
 
 
 @given(
-    st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(9998, 12, 31)),
+    st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2262, 4, 10)),
     st.integers(-23 * 60 - 59, 23 * 60 + 59),
     st.sampled_from(["seconds", "milliseconds", "microseconds"]),
 )
@@ -155,3 +163,10 @@ def test_agrees_with_datetime_for_any_offset(naive, offset_minutes, timespec):
     text = naive.replace(tzinfo=timezone(timedelta(minutes=offset_minutes))).isoformat(timespec=timespec)
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
     assert parse_time_ms(text) == (datetime.fromisoformat(text) - epoch) // timedelta(milliseconds=1)
+
+
+def test_every_accepted_time_fits_a_nanosecond_timestamp():
+    """Spark's Arrow conversion casts timestamps to nanoseconds in a signed 64-bit integer (pandas'
+    Timestamp range): the latest accepted millisecond fits, the next one does not."""
+    assert MAX_TIME_MS * 1_000_000 <= 2**63 - 1 < (MAX_TIME_MS + 1) * 1_000_000
+    assert format_time(MAX_TIME_MS) == MAX_TIME_TEXT

@@ -21,6 +21,14 @@ def test_values_may_be_strings_as_in_a_properties_file():
     assert (settings.history_ttl_ms, settings.flap_window_ms) == (10_000, 5_000)
 
 
+def test_the_future_skew_bound_defaults_to_a_day_and_zero_turns_it_off():
+    assert ModelSettings.from_conf({}).max_future_skew_s == 86_400
+    assert ModelSettings.from_conf({}).max_future_skew_ms == 86_400_000
+    assert ModelSettings.from_conf({"engine.maxFutureSkewSeconds": "60"}).max_future_skew_ms == 60_000
+    assert ModelSettings.from_conf({"engine.maxFutureSkewSeconds": "0"}).max_future_skew_ms is None
+    assert "engine.maxFutureSkewSeconds" in MODEL_KEYS
+
+
 def test_flap_window_defaults_to_the_stabilize_period_when_set():
     assert ModelSettings.from_conf({"networkTopologyStabilizePeriodSeconds": "30"}).flap_window_s == 30
     assert ModelSettings.from_conf({"networkTopologyStabilizePeriodSeconds": "0"}).flap_window_s == 60
@@ -52,6 +60,8 @@ def test_settings_pickle_for_spark_closures():
     ("engine.flapWindowSeconds", "0", "an integer >= 1"),
     ("engine.flapThreshold", "0", "an integer >= 1"),
     ("engine.flapThreshold", 2.5, "an integer >= 1"),
+    ("engine.maxFutureSkewSeconds", "-1", "an integer >= 0"),
+    ("engine.maxFutureSkewSeconds", "1d", "an integer >= 0"),
 ])
 def test_a_bad_value_names_the_key(key, value, expected):
     with pytest.raises(ValueError, match=key.replace(".", r"\.")) as info:
