@@ -176,3 +176,27 @@ def test_the_console_command_exits_with_the_lint_code(tmp_path):
                              text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert missing.returncode == 2
     assert "missing.properties" in missing.stderr
+
+
+class _Recording(dict):
+    """An empty configuration that records every key looked up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: set[str] = set()
+
+    def get(self, key, default=None):  # noqa: ANN001 - dict.get's signature
+        self.read.add(key)
+        return super().get(key, default)
+
+
+def test_every_engine_key_the_settings_read_is_known_to_the_lint():
+    """A new engine.* key read by the streaming or model settings is never reported as unknown."""
+    from streaming.check_conf import ENGINE_KEYS
+    from streaming.settings import EngineSettings
+
+    conf = _Recording()
+    EngineSettings.from_conf(conf)
+    engine_read = {key for key in conf.read if key.startswith("engine.")}
+    assert engine_read
+    assert engine_read <= ENGINE_KEYS
