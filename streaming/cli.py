@@ -1,4 +1,4 @@
-"""`placement-engine`: run (Kafka in, Kafka out), replay (files in, folders out), demo.
+"""`placement-engine`: run (Kafka in, Kafka out), replay (files in, folders out), demo, alerts, check-conf.
 
 Configuration problems stop the command before Spark starts, with one line naming the key
 (exit code 2); they never surface as a Spark stack trace.
@@ -13,16 +13,27 @@ import sys
 from collections.abc import Sequence
 
 from .config import ConfigError, load_conf
-from .settings import engine_settings
+from .settings import EngineSettings, engine_settings
 
 log = logging.getLogger("placement-engine")
+
+
+def _settings_with_warnings(args: argparse.Namespace) -> EngineSettings:
+    """Parse the configuration once and log what `check-conf` would warn about (one line each)."""
+    from .check_conf import startup_warnings
+
+    conf = load_conf(args.conf, args.set)
+    settings = engine_settings(conf)
+    for warning in startup_warnings(conf):
+        log.warning("configuration: %s", warning)
+    return settings
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from .replay import run_replay
     from .session import SHORT_RUN_JAVA_OPTIONS, engine_session
 
-    settings = engine_settings(load_conf(args.conf, args.set))
+    settings = _settings_with_warnings(args)
     spark = engine_session(settings, "placement-engine-replay", SHORT_RUN_JAVA_OPTIONS)
     summary = run_replay(spark, settings, args.events, args.out)
     print(json.dumps(summary, indent=2, sort_keys=True))
@@ -34,7 +45,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .session import engine_session
     from .shutdown import StopSignals, serve_until_stopped
 
-    settings = engine_settings(load_conf(args.conf, args.set))
+    settings = _settings_with_warnings(args)
     settings.require_kafka()
     check_topics(settings)
     spark = engine_session(settings, "placement-engine")
@@ -84,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .alert_consumer import add_parser as add_alerts_parser
 
     add_alerts_parser(sub)
+    from .check_conf import add_parser as add_check_conf_parser
+
+    add_check_conf_parser(sub)
     return parser
 
 

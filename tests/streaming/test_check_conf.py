@@ -156,14 +156,6 @@ def test_startup_warnings_carry_warnings_and_errors_but_not_notes():
     assert lines[0].startswith("warning: localNodeLocation:") and "one-level location (/rack1)" in lines[0]
 
 
-def _cli_has_check_conf() -> bool:
-    from streaming.cli import build_parser
-
-    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return "check-conf" in subparsers.choices
-
-
-@pytest.mark.skipif(not _cli_has_check_conf(), reason="streaming/cli.py does not register check-conf yet")
 def test_the_console_command_exits_with_the_lint_code(tmp_path):
     conf = tmp_path / "typo.properties"
     conf.write_text("minNumRackPerWriteQuorum=3\n", encoding="utf-8")
