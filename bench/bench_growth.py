@@ -27,7 +27,8 @@ Parts:
 * `shards` (Spark, wall time): `run_replay` of one busy cluster (120/12) with engine.shardsPerCluster 1, 2, 4.
   Every event goes to every shard, a request to one.
 
-Peak memory is the highest PSS sum (shared pages counted once) of this process tree (driver, JVM, Python workers) while a run goes on;
+Peak memory is the highest PSS sum (shared pages counted once) of this process tree (driver, JVM, Python workers)
+while a run goes on;
 CPU is the CPU time of that tree per request (robust to other load on a shared machine, unlike wall time).
 """
 
@@ -119,7 +120,8 @@ def part_bookies(sizes, seconds: float, requests: int) -> list[dict]:
                "register_s": register_s, "state_bytes": len(blob), "dumps_ms": dump_s * 1e3,
                "loads_ms": load_s * 1e3, "model_heap_kib": heap / 1024}
         rows.append(row)
-        print(f"{f'{bookies}/{racks}':>14} {core:>11,.0f} /s ({1e6 / core:5.1f} us) {row['engine_us_per_request']:>7.1f} us "
+        print(f"{f'{bookies}/{racks}':>14} {core:>11,.0f} /s ({1e6 / core:5.1f} us) "
+              f"{row['engine_us_per_request']:>7.1f} us "
               f"({requests / engine_s:>7,.0f}/s) {register_s:>10.2f} s {len(blob):>12,} {dump_s * 1e3:>7.1f}ms "
               f"{load_s * 1e3:>7.1f}ms {heap / 1024:>8,.0f} KiB", flush=True)
         if failed:

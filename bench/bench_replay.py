@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> None:
                   f"{r['records_per_s_command']:,.0f} records/s end to end (incl. JVM start)")
             print(f"  as reported by the command (spool + query, excl. Spark start-up): {summary['seconds']:.1f} s -> "
                   f"{summary['records_per_second']:,.0f} records/s, {summary['batches']} micro-batches")
-            print(f"  outputs: {r['decisions']:,} decisions, {r['alerts']:,} alerts, {r['dead_letters']:,} dead letters")
+            print(f"  outputs: {r['decisions']:,} decisions, {r['alerts']:,} alerts, "
+                  f"{r['dead_letters']:,} dead letters")
             print(f"  peak memory (PSS) of the command's process tree: {run['peak_rss']}")
             print(f"  CPU used by the command's process tree: {run['cpu']} -> "
                   f"{records / max(run['cpu_s'], 1e-9):,.0f} records per CPU-second, "
@@ -162,16 +163,18 @@ def main(argv: list[str] | None = None) -> None:
                                                "audit ledgers (last)") if k in stages}
             methods = {k: stages.pop(k) for k in list(stages) if k.startswith("policy.")}
             n = len(lines)
-            results["breakdown"] = {"records": n, "cpu_s": cpu, "us_per_record": {k: v / n * 1e6 for k, v in stages.items()},
+            results["breakdown"] = {"records": n, "cpu_s": cpu,
+                                    "us_per_record": {k: v / n * 1e6 for k, v in stages.items()},
                                     "snapshot_bytes": snapshot, "last_snapshot": last}
             print(f"\nper-stage CPU cost of the state function without Spark, first {n:,} records of the day, "
                   f"batches of {args.records_per_trigger:,} (this process's CPU time):")
             for name, seconds in stages.items():
-                print(f"  {name:<26} {seconds / n * 1e6:8.1f} us/record  ({seconds / max(sum(stages.values()), 1e-9):5.1%})")
+                print(f"  {name:<26} {seconds / n * 1e6:8.1f} us/record  "
+                      f"({seconds / max(sum(stages.values()), 1e-9):5.1%})")
             for name, seconds in methods.items():
                 label, _, count = name.rpartition(" x")
-                print(f"    of which {label:<30} {seconds / n * 1e6:6.1f} us/record, {seconds / max(int(count), 1) * 1e6:6.1f} us "
-                      f"per call over {int(count):,} calls")
+                print(f"    of which {label:<30} {seconds / n * 1e6:6.1f} us/record, "
+                      f"{seconds / max(int(count), 1) * 1e6:6.1f} us per call over {int(count):,} calls")
             results["breakdown"]["policy_methods_s"] = methods
             print(f"  {'total':<26} {cpu / n * 1e6:8.1f} us/record -> {n / cpu:,.0f} records per CPU-second "
                   f"(one Python worker holds one cluster's group)")
@@ -196,7 +199,8 @@ def main(argv: list[str] | None = None) -> None:
                 for _ in function(("busy", 0), iter([frame]), state):
                     pass
             profiler.disable()
-            print(f"\ncProfile of streaming.stateful's state function over {len(lines):,} records (top 25 by own time):")
+            print(f"\ncProfile of streaming.stateful's state function over {len(lines):,} records "
+                  "(top 25 by own time):")
             pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(25)
     finally:
         if not args.keep:

@@ -10,8 +10,8 @@ CPU-second of this process, best of --repeat runs):
 * size: a cluster of --bookies bookies on --racks racks (each registered writable with its location
   and a disk report; 1% then lost), under bench/common.py's BENCH_CONF (rack-aware, enforced, disk
   weights, 30 s stabilization). Prints the snapshot size (the JSON in the streaming job's zstd frame,
-  what Spark's state store keeps) and its uncompressed size, dumps/loads time, and the model's in-memory size (tracemalloc: bytes
-  allocated by building it, policy included).
+  what Spark's state store keeps) and its uncompressed size, dumps/loads time, and the model's in-memory size
+  (tracemalloc: bytes allocated by building it, policy included).
 * throughput, for --bookies and for a typical 120-bookie/12-rack cluster, micro-batches of 1000:
   - membership events (a bookie lost, back, read-only, writable again; on_cluster_changed each),
   - disk reports,
@@ -182,14 +182,16 @@ def main() -> int:
     info = common.header("state: model size and step throughput",
                          "snapshot and in-memory size of a big cluster; records/s of state.step (CPU time)")
     size = size_part(args.bookies, args.racks, conf, settings, args.seed)
-    print(f"size: {size['bookies']} bookies / {size['racks']} racks: snapshot {size['snapshot_bytes'] / 1024:.0f} KiB "
-          f"(JSON {size['json_bytes'] / 1024:.0f} KiB), dumps {size['dumps_ms']:.0f} ms, loads {size['loads_ms']:.0f} ms, "
+    print(f"size: {size['bookies']} bookies / {size['racks']} racks: "
+          f"snapshot {size['snapshot_bytes'] / 1024:.0f} KiB (JSON {size['json_bytes'] / 1024:.0f} KiB), "
+          f"dumps {size['dumps_ms']:.0f} ms, loads {size['loads_ms']:.0f} ms, "
           f"in memory {size['heap_bytes'] / 2**20:.1f} MiB", flush=True)
     rows = []
     for bookies, racks in ((120, 12), (args.bookies, args.racks)):
         row = throughput_part(bookies, racks, args.records, conf, settings, args.seed, args.repeat)
         rows.append(row)
-        print(f"throughput: {bookies} bookies / {racks} racks: membership events {row['membership_events_per_s']:,.0f}/s, "
+        print(f"throughput: {bookies} bookies / {racks} racks: "
+              f"membership events {row['membership_events_per_s']:,.0f}/s, "
               f"disk reports {row['disk_events_per_s']:,.0f}/s, requests {row['requests_per_s']:,.0f}/s, "
               f"mix 90/10 {row['mixed_records_per_s']:,.0f}/s", flush=True)
     common.footer(info)

@@ -518,18 +518,19 @@ def print_result(r: dict) -> None:
               f"load {t['load'][0]:.1f}->{t['load'][1]:.1f})")
         print(f"    batches: {_describe_batches(t['batches'])}")
         print(f"    CPU: {common.describe_cpu(t['cpu'])} -> {t['us_cpu_per_request']:,.0f} CPU-us per request")
-    for lat in lat or ():
-        print(f"  latency at {lat['rate_target']:,} requests/s offered ({lat['rate_offered']:,.0f}/s achieved by the "
-              f"producer): p50 {lat['p50_ms']:,.0f} ms, p99 {lat['p99_ms']:,.0f} ms, max {lat['max_ms']:,.0f} ms "
-              f"(decision timestamp - produce time; read back by the consumer: p50 {lat['p50_read_ms']:,.0f} ms, "
-              f"p99 {lat['p99_read_ms']:,.0f} ms); {lat['answered']:,}/{lat['produced']:,} answered; "
-              f"load {lat['load'][0]:.1f}->{lat['load'][1]:.1f}")
-        windows = lat.get("p99_ms_by_window") or []
+    for phase in lat or ():
+        print(f"  latency at {phase['rate_target']:,} requests/s offered "
+              f"({phase['rate_offered']:,.0f}/s achieved by the producer): "
+              f"p50 {phase['p50_ms']:,.0f} ms, p99 {phase['p99_ms']:,.0f} ms, max {phase['max_ms']:,.0f} ms "
+              f"(decision timestamp - produce time; read back by the consumer: p50 {phase['p50_read_ms']:,.0f} ms, "
+              f"p99 {phase['p99_read_ms']:,.0f} ms); {phase['answered']:,}/{phase['produced']:,} answered; "
+              f"load {phase['load'][0]:.1f}->{phase['load'][1]:.1f}")
+        windows = phase.get("p99_ms_by_window") or []
         if len(windows) > 1:
             print(f"    p99 per {WINDOW_S} s of the phase (by produce time): "
                   f"{', '.join(f'{p99:,.0f}' for p99 in windows)} ms")
-        print(f"    batches: {_describe_batches(lat['batches'])}")
-        print(f"    CPU: {common.describe_cpu(lat['cpu'])} over {lat['produced']:,} requests")
+        print(f"    batches: {_describe_batches(phase['batches'])}")
+        print(f"    CPU: {common.describe_cpu(phase['cpu'])} over {phase['produced']:,} requests")
     print(f"  peak memory (PSS) of the process tree: {r['peak_rss']}", flush=True)
 
 
@@ -574,8 +575,10 @@ def main(argv: list[str] | None = None) -> None:
     info = common.header(
         "streaming: Kafka -> decisions in Kafka, trigger 1 s; the engine vs a pass-through of the same pipeline",
         f"pipelines {', '.join(pipelines)}; clusters {counts}; {args.bookies} bookies on {args.racks} racks per "
-        f"cluster; backlog {args.backlog:,} (median of {args.repeat} runs), maxOffsetsPerTrigger {args.max_offsets:,}; latency at {', '.join(f'{r:,}' for r in args.rates)}/s "
-        f"for {args.duration:g} s; shuffle partitions {args.shuffle_partitions}\nbroker: tansu (in memory, 127.0.0.1), in this process tree with Spark local[2]",
+        f"cluster; backlog {args.backlog:,} (median of {args.repeat} runs), maxOffsetsPerTrigger {args.max_offsets:,}; "
+        f"latency at {', '.join(f'{r:,}' for r in args.rates)}/s for {args.duration:g} s; "
+        f"shuffle partitions {args.shuffle_partitions}\n"
+        "broker: tansu (in memory, 127.0.0.1), in this process tree with Spark local[2]",
         spark=True)
     from streaming.session import build_session
     from tests.kafka_broker import TansuBroker

@@ -39,7 +39,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         import matplotlib
     except ImportError:
-        raise SystemExit("plot_cost.py needs matplotlib, a benchmark-only tool: .venv/bin/pip install matplotlib") from None
+        raise SystemExit("plot_cost.py needs matplotlib, a benchmark-only tool: "
+                         ".venv/bin/pip install matplotlib") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -61,8 +62,8 @@ def main(argv: list[str] | None = None) -> None:
         run = replay.get("replay")
         if run:
             ax.plot([size], [run["wall_s"] / run["records"] * 1e6], "v", color="tab:red", markersize=9,
-                    label=f"ours: placement-engine replay, wall time per record\n(load avg {run['load_during'][0][0]:.1f}"
-                          f"-{run['load_during'][1][0]:.1f} on 2 cores)")
+                    label=f"ours: placement-engine replay, wall time per record\n"
+                          f"(load avg {run['load_during'][0][0]:.1f}-{run['load_during'][1][0]:.1f} on 2 cores)")
             if run.get("cpu_s"):
                 ax.plot([size], [run["cpu_s"] / run["records"] * 1e6], "^", color="tab:orange", markersize=9,
                         label="ours: placement-engine replay, CPU time per record\n(driver + JVM + Python workers)")

@@ -63,7 +63,7 @@ def unavailable(policy: Any, excluded: dict[str, list[str]]) -> None:
     readonly = policy.readonly
     if readonly:
         excluded[EXCLUDED_READONLY] = sorted(readonly)
-    failures = getattr(policy, "join_failures", None)
+    failures = policy.join_failures
     if failures:
         excluded[EXCLUDED_JOIN_FAILED] = sorted(failures)
 
@@ -121,7 +121,7 @@ def fixed(policy: str, ensemble: list[str], adherence: Adherence, replaced: Mapp
 __all__ = [
     "EXCLUDED_CALLER", "EXCLUDED_DEFAULT_FAULT_DOMAIN", "EXCLUDED_DEFAULT_RACK", "EXCLUDED_DISALLOWED_REGION",
     "EXCLUDED_ENSEMBLE", "EXCLUDED_ISOLATION", "EXCLUDED_JOIN_FAILED", "EXCLUDED_NOT_WRITABLE",
-    "EXCLUDED_READONLY", "POSITIONS", "RULE_ISOLATION", "RULE_RACKS", "RULE_REGIONS", "RULE_ZONES", "failed", "fixed", "no_fix",
-    "position",
+    "EXCLUDED_READONLY", "POSITIONS", "RULE_ISOLATION", "RULE_RACKS", "RULE_REGIONS", "RULE_ZONES", "failed", "fixed",
+    "no_fix", "position",
     "retried", "unavailable",
 ]

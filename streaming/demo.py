@@ -140,7 +140,8 @@ def print_summary(summary: dict, out: Path) -> None:
     print()
     print(f"placement-engine demo: {summary['records']} records replayed in {summary['seconds']} s "
           f"({summary['records_per_second']} records/s, {summary['batches']} micro-batches)")
-    print(f"  decisions: {decisions.get('total', 0)} ({decisions.get('ok', 0)} ok, {decisions.get('failed', 0)} failed)")
+    print(f"  decisions: {decisions.get('total', 0)} "
+          f"({decisions.get('ok', 0)} ok, {decisions.get('failed', 0)} failed)")
     for name, count in summary["adherence"].items():
         print(f"    adherence {name:<13} {count}")
     for name, count in summary["errors"].items():

@@ -251,7 +251,8 @@ def check_topics(settings: EngineSettings, timeout_s: float = 15.0) -> None:
         existing = admin.list_topics(timeout=timeout_s).topics
     except KafkaException as exc:
         raise ConfigError(f"{BOOTSTRAP_SERVERS}: cannot reach {settings.bootstrap_servers} "
-                          f"within {timeout_s:.0f} s ({exc.args[0]}); check the address and that the broker runs") from exc
+                          f"within {timeout_s:.0f} s ({exc.args[0]}); "
+                          "check the address and that the broker runs") from exc
     for key, topic in settings.topics_by_key():
         if topic not in existing:
             raise ConfigError(f"{key}: topic {topic!r} does not exist on {settings.bootstrap_servers}; "

@@ -215,7 +215,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         consumer.assign([TopicPartition(*parse_offset_key(k), off) for k, off in sorted(fetch_from.items())])
         ends: dict[str, int] = {}
         targets: dict[str, int] = {}  # the high watermark when the partition's first record arrived
-        seen = {k: off for k, off in fetch_from.items()}
+        seen = dict(fetch_from)
         deadline = time.monotonic() + self._timeout_s
         try:
             while len(ends) < len(fetch_from):

@@ -1,8 +1,8 @@
 """Packed rows: how a replay moves many records per Spark row, and routes them in Python.
 
 Spark's per-row cost (text source, shuffle, Arrow transfer, sink) would be most of a replay's time
-with one row per record, while a replay already reads every line in the driver to order it by time. So the replay's spool holds one
-row per (cluster, shard) and run of up to `PACK_SIZE` records, already routed; the state function
+with one row per record, while a replay already reads every line in the driver to order it by time. So the replay's
+spool holds one row per (cluster, shard) and run of up to `PACK_SIZE` records, already routed; the state function
 unpacks the rows (`unpack`) and hands back its outputs packed the same way (`pack_outputs`), with the
 counts `summary.json` needs computed where the outputs are made.
 
@@ -226,8 +226,7 @@ def pack(entries: Sequence[tuple[int, int, int, str]]) -> str:
 def unpack(values: Iterable[str]) -> Iterator[tuple[int, int, int, str]]:
     """The (seq, part, pos, text) entries of packed rows, in the order given."""
     for value in values:
-        for seq, part, pos, text in json.loads(value):
-            yield seq, part, pos, text
+        yield from ((seq, part, pos, text) for seq, part, pos, text in json.loads(value))
 
 
 def pack_outputs(produced: Sequence[Any]) -> dict[str, list]:

@@ -2,8 +2,8 @@
 
 Spark calls `make_state_function(...)`'s result once per group and micro-batch, on an executor's
 Python worker. Everything it needs travels in its closure (picklable: the model's settings,
-`state.settings.ModelSettings`, and the replay file table). Records are parsed here, inside the group, so every dead letter keeps its
-source; the model is one versioned blob in Spark's state store (`state.snapshot`), stored with the
+`state.settings.ModelSettings`, and the replay file table). Records are parsed here, inside the group, so every dead
+letter keeps its source; the model is one versioned blob in Spark's state store (`state.snapshot`), stored with the
 time its next timed change falls due.
 
 Idle clusters (`engine.idleTickSeconds` > 0, the `run` job): a group whose model has a stabilization

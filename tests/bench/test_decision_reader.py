@@ -24,7 +24,7 @@ def _until(condition, timeout_s: float = 30.0) -> None:
 def decisions(kafka_bootstrap):  # noqa: F811
     topic = create_topic(kafka_bootstrap, unique_topic_name("decisions"), partitions=2)
     ids = {f"x-{n}".encode() for n in range(200)}
-    produce_records(kafka_bootstrap, topic, [(str(n), '{"request_id":"x-%d","status":"ok"}' % n) for n in range(200)])
+    produce_records(kafka_bootstrap, topic, [(str(n), f'{{"request_id":"x-{n}","status":"ok"}}') for n in range(200)])
     return kafka_bootstrap, topic, ids
 
 

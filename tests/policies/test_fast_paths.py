@@ -637,7 +637,8 @@ def test_the_position_beyond_the_racks_is_the_general_loops(monkeypatch):
             policy = create_policy(conf, resolver=dict(mapping), clock=lambda: clock[0])
             policy.on_cluster_changed([*mapping, *unmapped], [])
             disk = random.Random(seed)
-            policy.update_bookie_info({b: BookieInfo(1 << 40, disk.randrange(0, 1 << 40)) for b in [*mapping, *unmapped]})
+            policy.update_bookie_info({b: BookieInfo(1 << 40, disk.randrange(0, 1 << 40))
+                                       for b in [*mapping, *unmapped]})
             policies.append(policy)
         plain = policies[1]
         plain._place_beyond_racks = lambda *args: None

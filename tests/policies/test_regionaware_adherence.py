@@ -266,7 +266,7 @@ def test_an_ensemble_judged_beyond_repair_is_one_the_search_cannot_repair(monkey
     """Soundness of `_cannot_adhere`: over random clusters, configurations and ensembles, every FAIL
     ensemble it judges beyond repair is searched anyway, and the search ends without an ensemble."""
     judged = 0
-    for policy, bookies, g, ensemble, write_quorum, ack_quorum in _random_cases(2):
+    for policy, _bookies, _g, ensemble, write_quorum, ack_quorum in _random_cases(2):
         if policy.is_ensemble_adhering(ensemble, write_quorum, ack_quorum) != Adherence.FAIL:
             continue
         if policy._cannot_adhere(ensemble, write_quorum, ack_quorum) is None:

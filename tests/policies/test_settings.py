@@ -64,7 +64,8 @@ def test_bad_values_raise_value_error_naming_the_key(key, value):
 
 
 def test_impossible_zone_combination_names_a_key():
-    zones = {"ensemblePlacementPolicy": "zoneaware", "minNumZonesPerWriteQuorum": "4", "desiredNumZonesPerWriteQuorum": "3"}
+    zones = {"ensemblePlacementPolicy": "zoneaware", "minNumZonesPerWriteQuorum": "4",
+             "desiredNumZonesPerWriteQuorum": "3"}
     with pytest.raises(ValueError, match="minNumZonesPerWriteQuorum"):
         PlacementSettings.from_conf(zones)
     with pytest.raises(ValueError, match="desiredNumZonesPerWriteQuorum"):

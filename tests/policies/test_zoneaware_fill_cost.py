@@ -174,7 +174,8 @@ def test_strict_placements_and_replacements_are_the_old_ones():
         if placed[0] != "ok":
             continue
         for note in placed[4]["fallbacks"]:
-            fallbacks.update(kind for kind in ("shared upgrade domain", "could not spread", "fell back") if kind in note)
+            fallbacks.update(kind for kind in ("shared upgrade domain", "could not spread", "fell back")
+                             if kind in note)
         current = placed[1]
         victim = rng.choice(current)
 

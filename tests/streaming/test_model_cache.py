@@ -118,7 +118,8 @@ def test_a_model_is_reused_only_under_the_configuration_it_was_built_with(cache)
     lines = _day()
     (first_batch, a), (second_batch, b) = _batches(lines, 40)[:2]
     other_conf = {**CONF, "engine.seed": "4"}
-    one, other = make_state_function(ModelSettings.from_conf(CONF), "kafka"), make_state_function(ModelSettings.from_conf(other_conf), "kafka")
+    one = make_state_function(ModelSettings.from_conf(CONF), "kafka")
+    other = make_state_function(ModelSettings.from_conf(other_conf), "kafka")
     state = GroupState()
     _run(one, state, first_batch, a)
     # The same stored state under another seed: loaded afresh, so its draws follow the new seed.

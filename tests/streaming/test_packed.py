@@ -151,7 +151,8 @@ def test_a_clusters_shards_are_spread_over_the_shuffle_partitions(spark, shards)
     """Plain shard numbers put all of "busy"'s shards in one of 2 partitions; the labels must not."""
     rows = spark.createDataFrame([(c, s) for c in ("busy", "c1", "x", "cluster-42") for s in range(shards)],
                                  "cluster string, shard int")
-    labelled = rows.select("cluster", "shard", spread_shards(F.col("cluster"), F.col("shard"), shards, 2).alias("label"))
+    labelled = rows.select("cluster", "shard",
+                           spread_shards(F.col("cluster"), F.col("shard"), shards, 2).alias("label"))
     placed = labelled.repartition(2, "cluster", "label").select("*", F.spark_partition_id().alias("partition"))
     for row in placed.collect():
         assert row.label % shards == row.shard

@@ -179,11 +179,11 @@ def test_lone_surrogate_escapes_in_routed_fields_are_dead_letters_reported_once_
     source = tmp_path / "in.jsonl"
     bookies = [{"type": "bookie_writable", "cluster": "c1", "time": _t(0), "bookie": f"bk{i}:3181",
                 "location": f"/rack{i % 3}"} for i in range(3)]
-    bad = ['{"type":"bookie_writable","cluster":"c1\\ud800","time":%d,"bookie":"bk7:3181"}' % _t(1),
-           '{"type":"ledger_create","cluster":"c1","time":%d,"request_id":"\\ud800x","ensemble_size":3,'
-           '"write_quorum":3,"ack_quorum":2}' % _t(1),
-           '{"type":"ensemble_check","cluster":"c1","time":%d,"request_id":"r9","ledger_id":"\\udc00",'
-           '"ensemble":["bk0:3181"],"write_quorum":1,"ack_quorum":1}' % _t(1)]
+    bad = [f'{{"type":"bookie_writable","cluster":"c1\\ud800","time":{_t(1)},"bookie":"bk7:3181"}}',
+           f'{{"type":"ledger_create","cluster":"c1","time":{_t(1)},"request_id":"\\ud800x","ensemble_size":3,'
+           '"write_quorum":3,"ack_quorum":2}',
+           f'{{"type":"ensemble_check","cluster":"c1","time":{_t(1)},"request_id":"r9","ledger_id":"\\udc00",'
+           '"ensemble":["bk0:3181"],"write_quorum":1,"ack_quorum":1}']
     create = {"type": "ledger_create", "cluster": "c1", "time": _t(2), "request_id": "r1", "ensemble_size": 3,
               "write_quorum": 3, "ack_quorum": 2}
     source.write_text(_lines(bookies + bad + [create]))

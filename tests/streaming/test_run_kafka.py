@@ -192,7 +192,8 @@ def test_an_idle_cluster_reports_an_ended_stabilization_delay_without_a_record(u
     finally:
         query.stop()
     alerts = _alert_types(kafka_bootstrap, topics["alerts"])
-    pending = [(subject, time_, data) for t, subject, time_, data in alerts if t == "placement.bookie.departure_pending"]
+    pending = [(subject, time_, data) for t, subject, time_, data in alerts
+               if t == "placement.bookie.departure_pending"]
     ended = [(subject, time_, data) for t, subject, time_, data in alerts if t == resolved]
     assert [(s, t) for s, t, _ in pending] == [("bk0:3181", _iso(20))]
     assert [(s, t) for s, t, _ in ended] == [("bk0:3181", _iso(22))]

@@ -78,7 +78,8 @@ def test_every_executor_entry_point_tunes_the_worker_first(monkeypatch):
         {"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t"}))
     assert list(reader.read(kafka_source.KafkaInputPartition("t", 0, 7, 7))) == []   # an empty range
     writer = kafka_sink.KafkaStreamWriter(KafkaSinkSettings.from_options(
-        {"kafka.bootstrap.servers": "127.0.0.1:1"}, StructType([StructField(name, StringType()) for name in ("topic", "key", "value")])))
+        {"kafka.bootstrap.servers": "127.0.0.1:1"},
+        StructType([StructField(name, StringType()) for name in ("topic", "key", "value")])))
     writer.write(iter([]))
     assert calls == ["streaming.stateful", "streaming.kafka_source", "streaming.kafka_sink"]
 
