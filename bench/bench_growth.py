@@ -46,8 +46,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_policies  # noqa: E402
-import common  # noqa: E402
+import bench_policies
+import common
 
 SIZES = ((12, 4), (120, 12), (600, 30), (1200, 40), (6000, 100))
 CORE_SIZES = ((12, 4), (600, 30), (6000, 100))

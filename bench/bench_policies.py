@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from policies import BookieInfo, create_policy  # noqa: E402
+from policies import BookieInfo, create_policy
 
 Cluster = dict[str, list[str]]
 SIZES = ((12, 4), (600, 30), (6000, 100))  # (bookies, racks)

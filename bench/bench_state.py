@@ -31,9 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common  # noqa: E402
-
-from events.model import (  # noqa: E402
+import common
+from events.model import (
     BookieDisk,
     BookieLost,
     BookieReadonly,
@@ -42,9 +41,9 @@ from events.model import (  # noqa: E402
     EnsembleCheck,
     LedgerCreate,
 )
-from state import ModelSettings, step  # noqa: E402
-from state.snapshot import decompress, to_document  # noqa: E402
-from streaming.stateful import STATE_CODEC, dump_model, load_model  # noqa: E402
+from state import ModelSettings, step
+from state.snapshot import decompress, to_document
+from streaming.stateful import STATE_CODEC, dump_model, load_model
 
 CLUSTER = "bench"
 BATCH = 1000

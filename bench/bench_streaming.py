@@ -57,7 +57,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import common  # noqa: E402
+import common
 
 _REQUEST_ID = re.compile(rb'"request_id":"([^"]*)"')
 

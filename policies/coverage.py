@@ -89,7 +89,7 @@ class DurabilityCoverageSet:
     def __init__(self, regions: Iterable[str], min_durability: int, ack_quorum: int) -> None:
         self.ack_quorum = ack_quorum
         self.min_durability = min_durability
-        self.alloc: dict[str, int] = {region: 0 for region in regions}
+        self.alloc: dict[str, int] = dict.fromkeys(regions, 0)
 
     @staticmethod
     def region_of(location: str) -> str:

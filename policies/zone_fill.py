@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .errors import NotEnoughBookiesError
-from .provenance import POSITIONS, position as position_name
+from .provenance import POSITIONS
+from .provenance import position as position_name
 from .selection import pick_uniform_view
 from .zone_index import Cut, ZoneIndex, ZoneUD
 from .zone_rings import quorum_moves, rings, single_domain_zones

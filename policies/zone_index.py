@@ -15,8 +15,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import InvalidLocationError
-from .location import (DEFAULT_UPGRADEDOMAIN, DEFAULT_ZONE, DEFAULT_ZONE_AND_UPGRADEDOMAIN, components,
-                       is_under, normalize)
+from .location import (
+    DEFAULT_UPGRADEDOMAIN,
+    DEFAULT_ZONE,
+    DEFAULT_ZONE_AND_UPGRADEDOMAIN,
+    components,
+    is_under,
+    normalize,
+)
 from .selection import WeightedSelector
 from .topology import LeafView, NetworkTopology
 

@@ -17,8 +17,8 @@ from policies import Adherence
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-import bench_growth  # noqa: E402
-import bench_policies  # noqa: E402
+import bench_growth
+import bench_policies
 
 ROWS = bench_policies.ROWS + bench_growth.core_rows()
 SIZES = [(12, 4), (600, 30)]

@@ -10,7 +10,7 @@ from tests.kafka_broker import create_topic, produce_records, unique_topic_name
 from tests.streaming.conftest import kafka_bootstrap  # noqa: F401 - the broker fixture
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import bench_streaming  # noqa: E402
+import bench_streaming
 
 
 def _until(condition, timeout_s: float = 30.0) -> None:

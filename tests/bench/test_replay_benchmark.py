@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-import common  # noqa: E402
+import common
 
 
 def test_a_day_spread_over_regions_is_placed_by_the_region_aware_policy(tmp_path):

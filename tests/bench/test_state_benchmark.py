@@ -5,10 +5,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-import bench_state  # noqa: E402
-import common  # noqa: E402
-
-from state import ModelSettings  # noqa: E402
+import bench_state
+import common
+from state import ModelSettings
 
 
 def test_the_size_part_reads_the_stored_frame_back():

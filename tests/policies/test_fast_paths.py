@@ -8,8 +8,8 @@ generator's state afterwards is compared too), so decisions stay byte-identical.
 from __future__ import annotations
 
 import bisect
-import json
 import itertools
+import json
 import random
 from collections import Counter
 
@@ -21,8 +21,14 @@ from policies import BookieInfo, NotEnoughBookiesError, create_policy
 from policies.api import Adherence
 from policies.coverage import CoverageEnsemble
 from policies.rack_weights import RackWeights, _kth_without
-from policies.selection import (WeightedSelector, capped_probabilities, lazy_shuffle, pick_uniform,
-                                pick_uniform_view, pick_weighted)
+from policies.selection import (
+    WeightedSelector,
+    capped_probabilities,
+    lazy_shuffle,
+    pick_uniform,
+    pick_uniform_view,
+    pick_weighted,
+)
 from policies.topology import NetworkTopology
 from policies.zoneaware import UNRESOLVED
 

@@ -10,8 +10,7 @@ import random
 import pytest
 
 from policies import NotEnoughBookiesError, create_policy
-from policies.isolation import (IsolatedPolicy, IsolationGroupError, IsolationGroups, group_names,
-                                is_valid_bookie_id)
+from policies.isolation import IsolatedPolicy, IsolationGroupError, IsolationGroups, group_names, is_valid_bookie_id
 
 B1, B2, B3, B4, B5 = (f"127.0.0.{i}:3181" for i in range(1, 6))
 ISOLATED_CLASS = "org.apache.pulsar.bookie.rackawareness.IsolatedBookieEnsemblePlacementPolicy"

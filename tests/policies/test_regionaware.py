@@ -13,8 +13,15 @@ from policies.location import UNKNOWN_REGION
 from policies.region_allocation import _round_half_up_ratio
 from policies.regionaware import region_of_location
 
-from .test_regionaware_support import (ManualClock, blocks, grid, make_policy, multi_region_write_sets,
-                                       region_counts, regions)
+from .test_regionaware_support import (
+    ManualClock,
+    blocks,
+    grid,
+    make_policy,
+    multi_region_write_sets,
+    region_counts,
+    regions,
+)
 
 THREE_REGIONS = {  # upstream "three regions": region3 has only two bookies
     "127.0.0.2:3181": "/region2/r1", "127.0.0.3:3181": "/region1/r2", "127.0.0.4:3181": "/region2/r3",
@@ -175,7 +182,7 @@ def test_an_empty_region_is_not_offered_bookies():
 
 # -- parameter validation (§1.2) ---------------------------------------------------------------------
 
-FIVE_REGIONS_THREE_RACKS = grid({r: 3 for r in ("a", "b", "c", "d", "e")})
+FIVE_REGIONS_THREE_RACKS = grid(dict.fromkeys(("a", "b", "c", "d", "e"), 3))
 
 
 @pytest.mark.parametrize("write_quorum, min_regions, smallest_ack", [
@@ -223,7 +230,7 @@ def test_disabling_durability_accepts_any_ack_quorum():
     ("abcd", 10, [3, 3, 2, 2]),
 ])
 def test_ensemble_is_split_evenly_over_regions_in_contiguous_blocks(region_names, ensemble_size, split):
-    policy, mapping = make_policy(grid({r: 4 for r in region_names}))
+    policy, mapping = make_policy(grid(dict.fromkeys(region_names, 4)))
     placed = policy.new_ensemble(ensemble_size, ensemble_size, 2, rng=random.Random(ensemble_size))
     counts = region_counts(mapping, placed.ensemble)
     assert [counts[r] for r in region_names[:len(split)]] == split
@@ -282,7 +289,7 @@ def test_local_region_and_local_rack_come_first():
 
 
 def test_round_robin_skips_the_local_region():
-    policy, mapping = make_policy(grid({r: 2 for r in "abcd"}), localNodeLocation="/b/r0")
+    policy, mapping = make_policy(grid(dict.fromkeys("abcd", 2)), localNodeLocation="/b/r0")
     orders = [blocks(regions(mapping, policy.new_ensemble(2, 2, 2, rng=random.Random(k)).ensemble))
               for k in range(4)]
     assert [order[0] for order in orders] == ["b"] * 4

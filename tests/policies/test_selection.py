@@ -40,11 +40,11 @@ def test_capped_probabilities_examples(weights, multiple, ratios):
 
 def test_equal_weights_are_uniform():
     population = [f"k{i}" for i in range(10)]
-    selector = WeightedSelector(population, {k: 100 for k in population}, 3)
+    selector = WeightedSelector(population, dict.fromkeys(population, 100), 3)
     rng = random.Random(1)
     n = 50_000
     counts = Counter(selector.draw(rng) for _ in range(n))
-    assert_matches(counts, {k: 0.1 for k in population}, n)
+    assert_matches(counts, dict.fromkeys(population, 0.1), n)
 
 
 def test_some_zero_weights():
@@ -63,7 +63,7 @@ def test_some_zero_weights():
 def test_hot_node_is_capped_at_three_times_the_median():
     """testSelectionWithHotNodeWithLimit: a bookie with 10x the rest's space gets 3x the median."""
     population = [str(i) for i in range(50)]
-    weights = {k: 100 for k in population}
+    weights = dict.fromkeys(population, 100)
     weights["49"] = 10 * 49 * 100
     selector = WeightedSelector(population, weights, 3)
     assert selector.probability("49") == pytest.approx(300 / (49 * 100 + 300))
@@ -71,7 +71,7 @@ def test_hot_node_is_capped_at_three_times_the_median():
     n = 100_000
     counts = Counter(selector.draw(rng) for _ in range(n))
     p_hot = 300 / 5200
-    assert_matches(counts, {**{k: 100 / 5200 for k in population[:-1]}, "49": p_hot}, n)
+    assert_matches(counts, {**dict.fromkeys(population[:-1], 100 / 5200), "49": p_hot}, n)
 
 
 def test_pick_with_acceptance_is_conditional_on_the_acceptable():
