@@ -9,11 +9,13 @@ Python workers run this interpreter and can import the project's packages, and r
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlparse
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from .kafka_source import KafkaDataSource
@@ -38,6 +40,15 @@ DEFAULT_CONF: Mapping[str, str] = {
 }
 
 DEFAULT_LOG_LEVEL = "WARN"
+
+LOCAL_TASK_ATTEMPTS = 4
+"""Attempts per task under a ``local`` master (Spark's default for a cluster's ``spark.task.maxFailures``).
+
+A plain ``local[N]`` master runs each task once: one failed task (a Python worker that dies, a broker
+that drops a connection mid-read) fails the micro-batch and stops ``run``. :func:`with_task_retries`
+turns it into ``local[N,F]``, which retries like a cluster does."""
+
+_LOCAL_MASTER = re.compile(r"local(?:\[(?P<threads>[^,\]]+)\])?")
 
 SHORT_RUN_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 """JVM flags for a short local run (a replay): compile with C1 only. The JVM only coordinates a
@@ -75,6 +86,34 @@ def _prepare_python_workers() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([*paths, _PROJECT_ROOT])
 
 
+def with_task_retries(master: str) -> str:
+    """``master`` with :data:`LOCAL_TASK_ATTEMPTS` attempts per task when it is ``local`` or ``local[N]``
+    (``local[*]`` too); a master that states its attempts (``local[N,F]``) or is not local is returned as is.
+
+    >>> with_task_retries("local[2]"), with_task_retries("local[2,1]"), with_task_retries("yarn")
+    ('local[2,4]', 'local[2,1]', 'yarn')
+    """
+    match = _LOCAL_MASTER.fullmatch(master.strip())
+    if match is None:
+        return master
+    return f"local[{match.group('threads') or 1},{LOCAL_TASK_ATTEMPTS}]"
+
+
+def submitted_master() -> str | None:
+    """The master ``spark-submit`` (or a running SparkContext) has set, or None for a plain Python start.
+
+    Under ``spark-submit`` the JVM is already running (``PYSPARK_GATEWAY_PORT`` is set) and holds
+    ``spark.master`` as a system property; reading it starts no JVM. Without a JVM there is nothing to
+    read: starting one here would start it without this module's settings (driver memory, JVM options).
+    """
+    if SparkContext._gateway is None:
+        if "PYSPARK_GATEWAY_PORT" not in os.environ:
+            return None
+        SparkContext._ensure_initialized()  # connects to spark-submit's JVM; without it SparkConf reads nothing
+    conf = SparkConf()
+    return conf.get("spark.master") if conf.contains("spark.master") else None
+
+
 def build_session(master: str = "local[2]", app_name: str = "placement-engine",
                   conf: Mapping[str, str] | None = None, log_level: str = DEFAULT_LOG_LEVEL,
                   java_options: str = "") -> SparkSession:
@@ -84,8 +123,9 @@ def build_session(master: str = "local[2]", app_name: str = "placement-engine",
     at start-up (master, driver memory) are then not changed.
 
     Args:
-        master: Spark master URL. For ``local`` masters ``SPARK_LOCAL_IP`` defaults to 127.0.0.1, so Spark
-            binds to loopback only.
+        master: Spark master URL, used only when ``spark-submit`` has not set one (:func:`submitted_master`,
+            which wins). A ``local`` master gets task retries (:func:`with_task_retries`). For ``local``
+            masters ``SPARK_LOCAL_IP`` defaults to 127.0.0.1, so Spark binds to loopback only.
         app_name: the application name shown by Spark.
         conf: Spark settings applied over :data:`DEFAULT_CONF`.
         log_level: Spark's log level (``WARN`` or ``ERROR`` keep test output quiet).
@@ -95,10 +135,13 @@ def build_session(master: str = "local[2]", app_name: str = "placement-engine",
     Returns:
         The SparkSession.
     """
-    if master.startswith("local"):
+    submitted = submitted_master()
+    if submitted is None and master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     _prepare_python_workers()
-    builder = SparkSession.builder.master(master).appName(app_name)
+    builder = SparkSession.builder.appName(app_name)
+    if submitted is None:
+        builder = builder.master(with_task_retries(master))
     settings = {**DEFAULT_CONF, **(conf or {})}
     if "spark.driver.extraJavaOptions" not in settings:
         # Read when the JVM starts: keep Spark's known harmless start-up notices out of the operator log.
@@ -114,9 +157,9 @@ def build_session(master: str = "local[2]", app_name: str = "placement-engine",
 
 
 def engine_session(settings: EngineSettings, app_name: str, java_options: str = "") -> SparkSession:
-    """:func:`build_session` as a command configures it: the master and shuffle partitions from
-    `settings`; `java_options` apply to a local master only (a cluster's driver is configured by its
-    operator)."""
+    """:func:`build_session` as a command configures it: the master (unless `spark-submit` set one) and
+    shuffle partitions from `settings`; `java_options` apply to a local master only (a cluster's driver is
+    configured by its operator)."""
     return build_session(master=settings.spark_master, app_name=app_name,
                          conf={"spark.sql.shuffle.partitions": str(settings.shuffle_partitions)},
                          java_options=java_options if settings.spark_master.startswith("local") else "")
