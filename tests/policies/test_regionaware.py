@@ -435,7 +435,15 @@ def test_minimum_of_one_region_places_in_a_single_region():
     policy, _ = make_policy(grid({"region1": 9}), reppRegionsToWrite="region1;region2;region3",
                             reppMinimumRegionsForDurability=1, reppEnableDurabilityEnforcementInReplace="false")
     placed = policy.new_ensemble(6, 6, 4, rng=random.Random(1))
-    policy.replace_bookie(6, 6, 4, None, placed.ensemble, placed.ensemble[2])
+    assert len(set(placed.ensemble)) == 6
+    assert {location.split("/")[1] for location in map(grid({"region1": 9}).get, placed.ensemble)} == {"region1"}
+    assert placed.adherence == Adherence.MEETS_STRICT   # one region meets a minimum of one
+    assert placed.explain["allocation"] == {"region1": 6}
+
+    replaced = policy.replace_bookie(6, 6, 4, None, placed.ensemble, placed.ensemble[2])
+    assert replaced.bookie not in placed.ensemble
+    assert replaced.ensemble == [*placed.ensemble[:2], replaced.bookie, *placed.ensemble[3:]]
+    assert replaced.adherence == Adherence.MEETS_STRICT
 
 
 # -- disallowed regions (§1.6) ------------------------------------------------------------------------
