@@ -5,7 +5,7 @@
 Invalid arguments and impossible configurations raise the built-in `ValueError` (BookKeeper's
 `IllegalArgumentException`), never a `PlacementError`.
 
-Every `PlacementError` carries `explain`, the provenance of the failed call (issue 5): a policy
+Every `PlacementError` carries `explain`, the provenance of the failed call: a policy
 that raises during `new_ensemble` / `replace_bookie` fills it with the same keys a successful
 result's `PlacementResult.explain` has (`policy`, `steps` reached, `excluded`, `fallbacks` tried) plus
 `constraint`, a short statement of the rule that could not be met (docs/policies-rackaware.md,

@@ -1,4 +1,4 @@
-"""Provenance records shared by the policies (issue 5): the `steps`, `excluded`, `relaxed` and
+"""Provenance records shared by the policies: the `steps`, `excluded`, `relaxed` and
 `constraint` entries of `PlacementResult.explain` and `PlacementError.explain`.
 
 Shape (the same for every policy; docs/policies-rackaware.md "Provenance" has the full table):

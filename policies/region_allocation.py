@@ -1,5 +1,5 @@
 """How the region-aware policy splits a new ensemble over two or more regions (spec
-bookkeeper-region-zone-isolation.md §1.3-§1.4): the allocation loop, its direct first pass, and the
+bookkeeper-region-zone-isolation.md §1.3-§1.4): the allocation loop, its direct first round, and the
 placement of one region's share by that region's rack-aware sub-policy.
 
 The loop visits the local region first, then the others round robin from `last_region_index`; each
@@ -128,7 +128,7 @@ class DirectPlan:
 
 
 class RegionAllocation:
-    """The allocation loop of §1.4 and its direct first pass, over the host's sub-policies."""
+    """The allocation loop of §1.4 and its direct first round, over the host's sub-policies."""
 
     def _allocate(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
                   excluded: set[str], available: list[str], explain: dict[str, Any],
@@ -279,7 +279,7 @@ class RegionAllocation:
 
     def _build_direct_plan(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
                            available: list[str]) -> DirectPlan | None:
-        """The allocation loop's first pass worked out ahead: each region's share, and whether the region-level
+        """The allocation loop's first round worked out ahead: each region's share, and whether the region-level
         coverage accepts every pick. That coverage sees regions only, and each region's picks take
         consecutive positions, so its answers are the same for any draws: they are checked here once,
         on stand-in bookies, instead of on every call."""
@@ -331,7 +331,7 @@ class RegionAllocation:
     def _allocate_direct(self, ensemble_size: int, write_quorum: int, ack_quorum: int, min_regions: int,
                          excluded: set[str], available: list[str], explain: dict[str, Any],
                          rng: _RecordingRandom, per_region: Mapping[str, int]) -> tuple[list[str], Adherence] | None:
-        """The allocation loop's first pass when every region takes its share at once, without coverage
+        """The allocation loop's first round when every region takes its share at once, without coverage
         bookkeeping, on a plan worked out ahead (`_direct_plan`).
 
         The plan has checked that the region-level coverage accepts every position's region, so a pick

@@ -3,7 +3,7 @@
 Each runs as a user would run it (its command line, in a fresh interpreter, with its own SparkSession;
 `bench_streaming.py` starts its own tansu broker on 127.0.0.1) and its JSON report is checked for what
 makes its figures mean something: every request answered, every record replayed. No timing is
-asserted (issue 6: speed is measured by the benchmarks, never by tests).
+asserted (speed is measured by the benchmarks, never by tests).
 """
 
 import json

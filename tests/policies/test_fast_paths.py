@@ -1,4 +1,4 @@
-"""The placement core's fast paths give exactly what the plain algorithms give (issue 6).
+"""The placement core's fast paths give exactly what the plain algorithms give.
 
 Each shortcut taken for speed is checked against the straightforward computation it replaces: the
 same values, the same answers and, for random picks, the same draws in the same order (the
@@ -214,7 +214,7 @@ def test_region_adherence_matches_the_write_set_deficits(ensemble, write_quorum,
     assert policy.is_ensemble_adhering(ensemble, write_quorum, ack_quorum) == expected
 
 
-# -- uniform picks over leaf views (issue 6, second pass) --------------------------------------------
+# -- uniform picks over leaf views --------------------------------------------
 
 
 def test_leaf_view_at_is_indexing():

@@ -1,4 +1,4 @@
-"""Provenance of every placement (issue 5): `explain.steps` with the candidates each selection stage
+"""Provenance of every placement: `explain.steps` with the candidates each selection stage
 really had, `explain.excluded` by reason, `explain.relaxed` for fallbacks a later topology can remove,
 and the explanation a `PlacementError` carries when the call fails."""
 

@@ -1,4 +1,4 @@
-"""The region-aware policy's fast paths decide exactly what its general code decides (issue 6).
+"""The region-aware policy's fast paths decide exactly what its general code decides.
 
 * `_allocate_direct` (the first allocation pass when every region takes its share at once, on a plan
   worked out ahead, without coverage bookkeeping) against the general allocation loop: same
