@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from events import REQUEST_TYPES
+from events.limits import MAX_TIME_MS
 
 from .config import ConfigError
 from .packed import routing_names
@@ -88,15 +89,23 @@ fast-forward every idle cluster's timers; see `event_time`)."""
 
 def event_time(text: Column) -> Column:
     """The record's `time` (its text, `routing_fields`' `_time`) as a timestamp for the watermark, or
-    null when Spark cannot read it.
+    null when Spark cannot read it or it is before 1970-01-01T00:00:00Z.
 
     Only idle ticks read the watermark (never a decision), so a time Spark reads differently from
     `events.parse_time_ms` can only delay a tick. Times past the wall clock by more than
-    `FUTURE_TOLERANCE` count as the wall clock plus that tolerance.
+    `FUTURE_TOLERANCE` count as the wall clock plus that tolerance. A time before 1970 is null, not
+    the time: pyspark hands the column to the state function as pandas' `datetime64[ns]`, which holds
+    1677-09-21 .. 2262-04-11 only, and one record outside it (`0001-01-01T00:00:00Z`) would fail the
+    whole batch on every start; the parser refuses such a time, so the record stays a dead letter.
+    Epoch milliseconds are read only from 0 to `events.limits.MAX_TIME_MS` (larger ones overflow
+    Spark's microseconds).
     """
-    parsed = F.coalesce(F.try_to_timestamp(text), F.timestamp_millis(text.try_cast(EPOCH_MS_TYPE)))
+    millis = text.try_cast(EPOCH_MS_TYPE)
+    parsed = F.coalesce(F.try_to_timestamp(text),
+                        F.when(millis.between(0, MAX_TIME_MS), F.timestamp_millis(millis)))
     # least() skips nulls: an unreadable time must stay null, not become the wall clock.
-    return F.when(parsed.isNotNull(), F.least(parsed, F.current_timestamp() + F.expr(f"INTERVAL {FUTURE_TOLERANCE}")))
+    return F.when(parsed >= F.timestamp_millis(F.lit(0)),
+                  F.least(parsed, F.current_timestamp() + F.expr(f"INTERVAL {FUTURE_TOLERANCE}")))
 
 
 def keyed_records(records: DataFrame, shards: int, *, with_time: bool = False) -> DataFrame:

@@ -1,0 +1,89 @@
+"""Single records that once stopped the job for good: each goes through `run` against a real broker
+and through `replay`, and must become a dead letter while every other record of its batch is decided."""
+
+import json
+
+from streaming.job import start_kafka_job
+from streaming.replay import run_replay
+from streaming.settings import engine_settings
+from tests.kafka_broker import consume_all, produce_records
+from tests.streaming.test_run_kafka import _bookies, _caught_up, _conf, _creates, _keyed, _wait_for
+from tests.streaming.test_run_kafka import topics  # noqa: F401 - the fixture
+
+VALID_REQUESTS = 100
+
+
+def _run_until_caught_up(spark, conf, name):
+    """`run` (idle ticks on, the default) until it has consumed both topics, then stop."""
+    query = start_kafka_job(spark, engine_settings(conf), query_name=name)
+    try:
+        _wait_for(lambda: _caught_up(query), query, "the job consuming both topics")
+    finally:
+        query.stop()
+
+
+def _outputs(bootstrap, topics):
+    decisions = {}
+    for record in consume_all(bootstrap, topics["decisions"]):
+        decision = json.loads(record.value)
+        decisions.setdefault(decision["request_id"], decision)
+    letters = {}
+    for record in consume_all(bootstrap, topics["dead"]):
+        letter = json.loads(record.value)
+        letters.setdefault(letter["id"], letter)
+    return decisions, list(letters.values())
+
+
+def _replayed(spark, tmp_path, records, name, **overrides):
+    conf = {"ensemblePlacementPolicy": "rackaware", "minNumRacksPerWriteQuorum": "2", "engine.seed": "11",
+            **overrides}
+    source = tmp_path / f"{name}.jsonl"
+    source.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records),
+                      encoding="utf-8")
+    out = tmp_path / name
+    summary = run_replay(spark, engine_settings(conf), [source], out)
+    decisions = {}
+    letters = []
+    for kind, target in (("decisions", decisions), ("dead-letters", letters)):
+        for path in sorted((out / kind).glob("*.jsonl")):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                item = json.loads(line)
+                if kind == "decisions":
+                    target.setdefault(item["request_id"], item)
+                else:
+                    target.append(item)
+    return summary, decisions, letters
+
+
+def _year_one_batch():
+    valid = _creates("c1", 0, VALID_REQUESTS)
+    ancient = {**valid[0], "request_id": "ancient", "ledger_id": 10_000, "time": "0001-01-01T00:00:00Z"}
+    return valid, ancient
+
+
+def _assert_year_one_outcome(decisions, letters, valid):
+    assert all(decisions[r["request_id"]]["status"] == "ok" for r in valid), "every valid request is decided"
+    assert decisions["ancient"]["status"] == "failed"
+    assert decisions["ancient"]["error"]["code"] == "INVALID_REQUEST"
+    [letter] = [d for d in letters if d["request_id"] == "ancient"]
+    assert letter["code"] == "INVALID_TIME"
+    assert "0001-01-01T00:00:00Z" in letter["raw"]
+
+
+def test_run_decides_a_batch_holding_a_request_dated_year_one(spark, kafka_bootstrap, topics, tmp_path):
+    """Regression: with idle ticks on, the watermark column held year 1, and pyspark's conversion of it
+    to pandas (`datetime64[ns]`) failed the batch on every start: 0 of 100 valid requests decided."""
+    conf = _conf(kafka_bootstrap, topics, tmp_path / "checkpoint")
+    valid, ancient = _year_one_batch()
+    produce_records(kafka_bootstrap, topics["events"], _keyed(_bookies("c1")))
+    produce_records(kafka_bootstrap, topics["requests"], _keyed(valid[:50] + [ancient] + valid[50:]))
+    _run_until_caught_up(spark, conf, "poison-year-one")
+    decisions, letters = _outputs(kafka_bootstrap, topics)
+    _assert_year_one_outcome(decisions, letters, valid)
+
+
+def test_replay_decides_a_batch_holding_a_request_dated_year_one(spark, tmp_path):
+    valid, ancient = _year_one_batch()
+    summary, decisions, letters = _replayed(spark, tmp_path, _bookies("c1") + valid + [ancient], "year-one")
+    _assert_year_one_outcome(decisions, letters, valid)
+    assert summary["dead_letters"] == {"total": 1, "INVALID_TIME": 1}
