@@ -39,6 +39,8 @@ DEFAULTS: dict[str, str] = {
     "engine.kafka.endOffsetProbe": "fetch",
     "engine.alerts.kafkaMode": "binary",
     "engine.replay.recordsPerTrigger": "200000",
+    "engine.replay.bytesPerTrigger": "33554432",
+    "engine.deadLetter.maxRawBytes": "65536",
     "engine.stopGraceSeconds": "20",
 }
 """Every engine key the streaming layer reads, with its default (the README lists them)."""
@@ -113,6 +115,8 @@ class EngineSettings:
     end_offset_probe: str = "fetch"
     alerts_kafka_mode: str = "binary"
     replay_records_per_trigger: int = 200000
+    replay_bytes_per_trigger: int = 33554432
+    dead_letter_max_raw_bytes: int = 65536
     stop_grace_seconds: int = 20
     kafka_client: dict[str, str] = field(default_factory=dict)
     model: ModelSettings = field(default_factory=ModelSettings)
@@ -174,6 +178,8 @@ class EngineSettings:
             end_offset_probe=_choice(conf, "engine.kafka.endOffsetProbe", ("fetch", "list")),
             alerts_kafka_mode=_choice(conf, "engine.alerts.kafkaMode", ("binary", "structured")),
             replay_records_per_trigger=_int(conf, "engine.replay.recordsPerTrigger", minimum=1),
+            replay_bytes_per_trigger=_int(conf, "engine.replay.bytesPerTrigger", minimum=1),
+            dead_letter_max_raw_bytes=_int(conf, "engine.deadLetter.maxRawBytes", minimum=256),
             stop_grace_seconds=_int(conf, "engine.stopGraceSeconds", minimum=0),
             kafka_client={k[len(KAFKA_CLIENT_PREFIX):]: str(v) for k, v in conf.items()
                           if k.startswith(KAFKA_CLIENT_PREFIX)},
