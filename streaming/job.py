@@ -12,6 +12,7 @@ spread over N groups while each shard sees the full topology, and all requests a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -22,11 +23,14 @@ from events import REQUEST_TYPES
 from events.limits import MAX_TIME_MS
 
 from .config import ConfigError
+from .output_limits import record_budget
 from .packed import routing_names
 from .schemas import EPOCH_MS_TYPE, INPUT_COLUMNS, INPUT_TYPES, KAFKA_HEADER_VALUE_TYPE, OUTPUT_DDL, STATE_DDL
 from .session import use_local_checkpoint_writer
 from .settings import BOOTSTRAP_SERVERS, EngineSettings, native_connector_missing
 from .stateful import INVALID_UTF8, SOURCE_PACKED, make_state_function
+
+log = logging.getLogger(__name__)
 
 
 def routing_fields(records: DataFrame, names: Sequence[str]) -> DataFrame:
@@ -127,12 +131,13 @@ def keyed_records(records: DataFrame, shards: int, *, with_time: bool = False) -
 
 
 def place(records: DataFrame, settings: EngineSettings, source_kind: str, files: Sequence[str] = (), *,
-          idle_ticks: bool = False) -> DataFrame:
+          idle_ticks: bool = False, record_budget: int | None = None) -> DataFrame:
     """Group normalised records by (cluster, shard) and run the cluster model over them.
 
     `idle_ticks` (the `run` job, with `engine.idleTickSeconds` > 0): an event-time watermark on the
     records' `time` (`engine.watermarkDelaySeconds` behind the latest) and processing-time timeouts
     settle idle clusters (see `streaming.stateful`). A replay ticks at the end of its input instead.
+    `record_budget`: the largest dead letter the sink delivers (`streaming.output_limits`), None for none.
 
     Returns a streaming DataFrame of `kind, cluster, id, value` (value = output JSON).
     """
@@ -143,7 +148,8 @@ def place(records: DataFrame, settings: EngineSettings, source_kind: str, files:
     if tick_seconds:
         keyed = keyed.withWatermark("event_time", f"{settings.watermark_delay_seconds} seconds")
         timeout = GroupStateTimeout.ProcessingTimeTimeout
-    function = make_state_function(settings.model, source_kind, shards, files, tick_seconds)
+    function = make_state_function(settings.model, source_kind, shards, files, tick_seconds,
+                                   settings.dead_letter_max_raw_bytes, record_budget)
     return keyed.groupBy("cluster", "shard").applyInPandasWithState(
         function, OUTPUT_DDL, STATE_DDL, "append", timeout)
 
@@ -159,7 +165,8 @@ def place_packed(rows: DataFrame, settings: EngineSettings, files: Sequence[str]
     zero = F.lit(0).cast(INPUT_TYPES["o2"])
     keyed = rows.select("cluster", shard.alias("shard"), "o1", zero.alias("o2"), zero.alias("o3"),
                         F.lit("").alias("src_name"), F.lit(0).alias("src_part"), zero.alias("src_pos"), "value")
-    function = make_state_function(settings.model, SOURCE_PACKED, settings.shards_per_cluster, files)
+    function = make_state_function(settings.model, SOURCE_PACKED, settings.shards_per_cluster, files,
+                                   max_raw_bytes=settings.dead_letter_max_raw_bytes)
     return keyed.groupBy("cluster", "shard").applyInPandasWithState(
         function, OUTPUT_DDL, STATE_DDL, "append", GroupStateTimeout.NoTimeout)
 
@@ -268,13 +275,48 @@ def check_topics(settings: EngineSettings, timeout_s: float = 15.0) -> None:
                               "create it or name an existing topic")
 
 
+PRODUCER_LIMIT = "message.max.bytes"
+"""The producer's (librdkafka's) limit on one record, `engine.kafka.client.message.max.bytes`."""
+PRODUCER_LIMIT_DEFAULT = 1_000_000
+TOPIC_LIMIT = "max.message.bytes"
+"""The topic's limit on one record batch, read from the broker at start (`dead_letter_budget`)."""
+
+
+def dead_letter_budget(settings: EngineSettings, timeout_s: float = 10.0) -> int:
+    """The largest dead letter the `run` job's sink delivers (`streaming.output_limits.record_budget`):
+    from the producer's `message.max.bytes` and the dead-letters topic's `max.message.bytes`.
+
+    The topic's limit is asked of the broker once; a broker that does not answer leaves the producer's.
+    """
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    try:
+        producer_limit = int(settings.kafka_client.get(PRODUCER_LIMIT, PRODUCER_LIMIT_DEFAULT))
+    except ValueError:
+        raise ConfigError(f"engine.kafka.client.{PRODUCER_LIMIT}: expected an integer, "
+                          f"got {settings.kafka_client[PRODUCER_LIMIT]!r}") from None
+    topic_limit = None
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers, **settings.kafka_client})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, settings.dead_letters_topic)
+    try:
+        entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout=timeout_s)
+        entry = entries.get(TOPIC_LIMIT)
+        topic_limit = int(entry.value) if entry is not None and entry.value else None
+    except (KafkaException, ValueError, TypeError, TimeoutError) as exc:
+        log.info("dead letters: the broker did not tell %s of topic %s (%s); the producer's %s=%d bounds them",
+                 TOPIC_LIMIT, settings.dead_letters_topic, exc, PRODUCER_LIMIT, producer_limit)
+    return record_budget(producer_limit, topic_limit)
+
+
 def start_kafka_job(spark: SparkSession, settings: EngineSettings, query_name: str = "placement-engine"):
     """Start the `run` query: Kafka events + requests -> decisions, alerts, dead letters on Kafka.
 
     Returns the running `StreamingQuery`; its checkpoint (`engine.checkpointLocation`) holds the
     source offsets and every cluster's state, so a restart resumes where the last batch committed.
     """
-    placed = place(kafka_records(spark, settings), settings, "kafka", idle_ticks=True)
+    placed = place(kafka_records(spark, settings), settings, "kafka", idle_ticks=True,
+                   record_budget=dead_letter_budget(settings))
     outputs = kafka_outputs(placed, settings)
     use_local_checkpoint_writer(spark, settings.checkpoint_location)
     writer = outputs.writeStream.option("checkpointLocation", settings.checkpoint_location) \

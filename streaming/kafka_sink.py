@@ -10,6 +10,10 @@ its options are parsed by :class:`streaming.kafka_options.KafkaSinkSettings`:
 * Each Python worker process keeps one confluent-kafka Producer per configuration (creating one is slow,
   facts §3) and flushes it at the end of every ``write()``, so a task succeeds only once all its
   records are acknowledged. A failed delivery fails the task, and Spark retries it.
+* A record larger than the producer's ``message.max.bytes`` (option ``kafka.message.max.bytes``, default
+  1,000,000) or the topic's ``max.message.bytes`` fails the task with an error naming its size and both
+  limits. The placement job cuts its dead letters to fit (``streaming.output_limits``), so only an
+  oversized decision or alert can meet it.
 * Delivery is at-least-once: a retried task or a replayed micro-batch produces its records again, so
   consumers must tolerate duplicates (decisions and alerts carry stable ids for that).
 """
@@ -51,6 +55,18 @@ def _as_bytes(value: object) -> bytes | None:
     return bytes(value)
 
 
+PRODUCER_LIMIT = "message.max.bytes"
+PRODUCER_LIMIT_DEFAULT = 1_000_000
+"""librdkafka's default ``message.max.bytes``: the largest record a producer sends unless configured."""
+
+
+def _too_large(topic: str, kwargs: Mapping[str, object], limit: object) -> str:
+    size = sum(len(kwargs.get(part) or b"") for part in ("key", "value"))
+    return (f"a record of {size} bytes (key and value) to topic {topic!r} is larger than the producer's "
+            f"{PRODUCER_LIMIT}={limit}; raise the kafka.{PRODUCER_LIMIT} option and the topic's max.message.bytes "
+            "(the placement job: engine.kafka.client.message.max.bytes)")
+
+
 @dataclass(frozen=True)
 class KafkaCommitMessage(WriterCommitMessage):
     """What one task wrote: records produced per topic."""
@@ -77,7 +93,9 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         """
         tune_worker_gc()
         settings = self._settings
-        producer = cached_producer(settings.producer_conf())
+        conf = settings.producer_conf()
+        producer = cached_producer(conf)
+        producer_limit = conf.get(PRODUCER_LIMIT, PRODUCER_LIMIT_DEFAULT)
         failures: list[tuple[str, KafkaError]] = []
         counts: dict[str, int] = {}
 
@@ -111,6 +129,8 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
                     except BufferError:  # local queue full: serve delivery reports, then retry
                         producer.poll(0.1)
                     except KafkaException as exc:  # rejected before sending, e.g. an unknown partition
+                        if exc.args and exc.args[0].code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                            raise KafkaWriteError(_too_large(topic, kwargs, producer_limit)) from exc
                         raise KafkaWriteError(f"producing to topic {topic!r} failed: {exc}; check the topic "
                                               "and partition columns") from exc
                 counts[topic] = counts.get(topic, 0) + 1
@@ -121,6 +141,10 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
                                   f"within flushTimeoutMs={settings.flush_timeout_ms}; is the broker reachable?")
         if failures:
             topic, err = failures[0]
+            if err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+                raise KafkaWriteError(f"{len(failures)} record(s) to topic {topic!r} were refused by the broker as "
+                                      f"larger than the topic's max.message.bytes; raise it or lower "
+                                      f"kafka.{PRODUCER_LIMIT} (now {producer_limit}) below it")
             raise KafkaWriteError(f"{len(failures)} record(s) could not be delivered, the first to topic "
                                   f"{topic!r}: {err.str()}; check that the topic exists and accepts writes")
         return KafkaCommitMessage(records=tuple(sorted(counts.items())))

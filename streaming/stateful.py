@@ -54,6 +54,7 @@ from state.settings import ModelSettings
 from state.snapshot import dumps, loads
 from state.step import step
 
+from .output_limits import DEFAULT_MAX_RAW_BYTES, deliverable
 from .packed import pack_outputs, read_fields, routing_names, top_level, unpack
 from .worker_gc import paused_gc, tune_worker_gc
 
@@ -353,11 +354,14 @@ def _stepped(model: Any, produced: list[Output]) -> Stepped:
 
 
 def make_state_function(settings: ModelSettings, source_kind: str, shards: int = 1,
-                        files: Sequence[str] = (), tick_seconds: float = 0):
+                        files: Sequence[str] = (), tick_seconds: float = 0,
+                        max_raw_bytes: int = DEFAULT_MAX_RAW_BYTES, record_budget: int | None = None):
     """Build the per-group function for the model `settings` (`EngineSettings.model`).
 
     `tick_seconds` > 0 arms idle ticks (the query must use `GroupStateTimeout.ProcessingTimeTimeout`
     and define an event-time watermark); 0 leaves idle clusters to their next record.
+    Every dead letter leaves cut to `max_raw_bytes` of raw text and `record_budget` bytes in all
+    (`streaming.output_limits`; None: no sink limit).
     """
     files = list(files)
     packed = source_kind == SOURCE_PACKED
@@ -370,7 +374,7 @@ def make_state_function(settings: ModelSettings, source_kind: str, shards: int =
         cluster, shard = key[0], int(key[1]) % max(shards, 1)  # the key holds a spread label (streaming.job)
         stored = group_state.get if cluster and group_state.exists else None
         if group_state.hasTimedOut:
-            yield _frame(on_tick(cluster, shard, stored, group_state))
+            yield _frame(deliverable(on_tick(cluster, shard, stored, group_state), max_raw_bytes, record_budget))
             return
         # The collector stays off for the group's whole call, the slices handed on included
         # (streaming.worker_gc): switched back on after each slice, its first young collection
@@ -388,7 +392,8 @@ def make_state_function(settings: ModelSettings, source_kind: str, shards: int =
                                    cache_key=(settings, cluster, shard, shards), origins=origins):
             if stepped.state is not None:
                 _store(group_state, stepped)
-            yield pd.DataFrame(pack_outputs(stepped.outputs)) if packed else _frame(stepped.outputs)
+            produced = deliverable(stepped.outputs, max_raw_bytes, record_budget)
+            yield pd.DataFrame(pack_outputs(produced)) if packed else _frame(produced)
 
     def parse_group(cluster: str, chunks: list[pd.DataFrame]) -> tuple[list[Any], int | None, dict[int, Origin]]:
         """The group's records in the order Spark's columns give, parsed; the replay's horizon; and where

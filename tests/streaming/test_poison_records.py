@@ -1,6 +1,7 @@
 """Single records that once stopped the job for good: each goes through `run` against a real broker
 and through `replay`, and must become a dead letter while every other record of its batch is decided."""
 
+import hashlib
 import json
 
 from streaming.job import start_kafka_job
@@ -87,3 +88,41 @@ def test_replay_decides_a_batch_holding_a_request_dated_year_one(spark, tmp_path
     summary, decisions, letters = _replayed(spark, tmp_path, _bookies("c1") + valid + [ancient], "year-one")
     _assert_year_one_outcome(decisions, letters, valid)
     assert summary["dead_letters"] == {"total": 1, "INVALID_TIME": 1}
+
+
+CONTROL_RECORD = "\x01" * 300_000
+"""300,000 control characters: about 1.8 MB of dead letter once JSON escapes each as `\\u0001`."""
+
+
+def _assert_cut_dead_letter(letters, max_raw_bytes=65_536):
+    [letter] = [d for d in letters if d.get("raw_truncated")]
+    assert letter["code"] == "INVALID_JSON"
+    assert letter["raw_length"] == 300_000
+    assert letter["raw_sha256"] == hashlib.sha256(CONTROL_RECORD.encode()).hexdigest()
+    assert letter["raw"] and set(letter["raw"]) == {"\x01"}
+    assert len(json.dumps(letter["raw"])) <= max_raw_bytes
+    return letter
+
+
+def test_run_delivers_a_dead_letter_of_a_record_too_large_to_send_whole(spark, kafka_bootstrap, topics, tmp_path):
+    """Regression: the dead letter of a 300,000-character record of control characters was about 1.8 MB,
+    and the producer failed it with MSG_SIZE_TOO_LARGE on every start."""
+    conf = _conf(kafka_bootstrap, topics, tmp_path / "checkpoint")
+    valid = _creates("c1", 0, 10)
+    produce_records(kafka_bootstrap, topics["events"], _keyed(_bookies("c1")))
+    produce_records(kafka_bootstrap, topics["requests"], _keyed(valid[:5]) + [("c1", CONTROL_RECORD)]
+                    + _keyed(valid[5:]))
+    _run_until_caught_up(spark, conf, "poison-control-characters")
+    decisions, letters = _outputs(kafka_bootstrap, topics)
+    assert all(decisions[r["request_id"]]["status"] == "ok" for r in valid)
+    letter = _assert_cut_dead_letter(letters)
+    assert letter["source"]["topic"] == topics["requests"]
+
+
+def test_replay_cuts_the_raw_text_of_a_huge_dead_letter(spark, tmp_path):
+    valid = _creates("c1", 0, 10)
+    summary, decisions, letters = _replayed(spark, tmp_path, _bookies("c1") + valid + [CONTROL_RECORD],
+                                            "control", **{"engine.deadLetter.maxRawBytes": "1000"})
+    assert all(decisions[r["request_id"]]["status"] == "ok" for r in valid)
+    _assert_cut_dead_letter(letters, max_raw_bytes=1000)
+    assert summary["dead_letters"] == {"total": 1, "INVALID_JSON": 1}
