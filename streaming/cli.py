@@ -41,12 +41,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .checkpoint import check_checkpoint
     from .job import check_topics, start_kafka_job
     from .session import engine_session
     from .shutdown import StopSignals, serve_until_stopped
 
     settings = _settings_with_warnings(args)
     settings.require_kafka()
+    check_checkpoint(settings.checkpoint_location)
     check_topics(settings)
     spark = engine_session(settings, "placement-engine")
     query = start_kafka_job(spark, settings)
