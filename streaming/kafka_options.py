@@ -53,6 +53,46 @@ class KafkaReadError(KafkaConnectorError):
     """The broker did not return the records of a planned offset range, or returned an error."""
 
 
+@dataclass(frozen=True, slots=True)
+class LostRange:
+    """Records of one partition that the query has not read and the broker no longer holds.
+
+    ``expected`` is the offset the query would read next; ``earliest`` and ``end`` are what the partition
+    holds now (both None when the partition no longer exists).
+    """
+
+    topic: str
+    partition: int
+    expected: int
+    earliest: int | None
+    end: int | None
+
+    def describe(self) -> str:
+        """One sentence: which partition, what the query expected, what the broker has now."""
+        where = f"{self.topic} partition {self.partition}"
+        if self.end is None:
+            return f"{where} no longer exists (the query had read it up to offset {self.expected})"
+        if self.end < self.expected:
+            return (f"{where} now ends at offset {self.end} (earliest {self.earliest}), below offset "
+                    f"{self.expected} where the query would continue: its offsets went backwards")
+        return (f"{where} now begins at offset {self.earliest}, after offset {self.expected} where the query "
+                f"would continue: records {self.expected}..{self.earliest - 1} were deleted before being read")
+
+
+class DataLossError(KafkaReadError):
+    """Records the query has not read are gone from the broker (the option failOnDataLoss is true)."""
+
+    def __init__(self, lost: tuple[LostRange, ...], bootstrap: str):
+        self.lost = lost
+        super().__init__(
+            f"data loss on {bootstrap}: {'; '.join(r.describe() for r in lost)}. The broker lost its data, or "
+            "the topic was deleted and recreated, and the records between are lost to this query (new records "
+            "at the old offsets would be skipped). Re-send the lost records if they exist elsewhere; to go on "
+            "from each partition's new beginning, restart with option failOnDataLoss=false "
+            "(engine.kafka.failOnDataLoss=false), or start a new checkpoint"
+        )
+
+
 class KafkaWriteError(KafkaConnectorError):
     """Records could not be delivered to Kafka; the task fails and Spark retries it."""
 
@@ -167,6 +207,7 @@ class KafkaSourceSettings:
     commit_group: str | None = None
     end_offset_probe: str = "fetch"
     fail_on_missing_topic: bool = True
+    fail_on_data_loss: bool = True
     poll_timeout_ms: int = 120_000
     client_props: tuple[tuple[str, str], ...] = ()
 
@@ -202,6 +243,7 @@ class KafkaSourceSettings:
             commit_group=group,
             end_offset_probe=probe,
             fail_on_missing_topic=_parse_bool("failOnMissingTopic", opts.get("failonmissingtopic", "true")),
+            fail_on_data_loss=_parse_bool("failOnDataLoss", opts.get("failondataloss", "true")),
             poll_timeout_ms=parse_positive_int("kafkaConsumer.pollTimeoutMs",
                                                 opts.get("kafkaconsumer.polltimeoutms", "120000")),
             client_props=kafka_client_props(opts, _SOURCE_OWNED_PROPS),

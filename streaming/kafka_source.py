@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -38,11 +38,13 @@ from pyspark.sql.streaming.datasource import (
 from .kafka_options import (
     EARLIEST,
     LATEST,
+    DataLossError,
     KafkaConnectorError,
     KafkaOptionError,
     KafkaReadError,
     KafkaSinkSettings,
     KafkaSourceSettings,
+    LostRange,
     MissingTopicError,
     offset_key,
     parse_offset_key,
@@ -112,6 +114,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._probe_cache: dict[str, tuple[int, int]] = {}  # key -> (listed high watermark, probed end)
         self._last_available: dict[str, int] | None = None
         self._last_committed: dict[str, int] = {}
+        self._vanished: set[str] = set()  # partitions read before, gone now, already warned about
+        self._resets: dict[str, int] = {}  # partitions the planned batch moves to a new beginning, unread
 
     # Only the settings travel to executors (STYLE R10); clients are process-local.
     def __getstate__(self) -> dict:
@@ -138,8 +142,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _timeout_s(self) -> float:
         return self._settings.poll_timeout_ms / 1000.0
 
-    def _discover(self) -> list[tuple[str, int]]:
+    def _discover(self, reading: Collection[str] = ()) -> list[tuple[str, int]]:
         """Partitions of the subscribed topics that exist now, sorted.
+
+        Args:
+            reading: topics the query has offsets for; one of them missing is data loss, which the caller
+                checks (:meth:`_check_offsets`), not a missing topic.
 
         Raises:
             MissingTopicError: a subscribed topic is absent and failOnMissingTopic is true.
@@ -158,6 +166,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 missing.append(topic)
                 continue
             found.extend((topic, p) for p in meta.partitions)
+        missing = [topic for topic in missing if topic not in reading]
         if missing and self._settings.fail_on_missing_topic:
             raise MissingTopicError(tuple(missing), self._settings.bootstrap_servers)
         return sorted(found)
@@ -179,6 +188,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         marks = self._watermarks(partitions)
         if self._settings.end_offset_probe == "list":
             return marks
+        # A partition that vanished may come back recreated with the same listed value and fewer records.
+        self._probe_cache = {key: cached for key, cached in self._probe_cache.items() if key in marks}
         result = {}
         to_probe = {}
         for key, (low, listed) in marks.items():
@@ -288,10 +299,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         by :func:`share_limit`.
         """
         self._commit_processed(start)
-        available = self._available(self._discover())
+        available = self._available(self._discover(reading={parse_offset_key(key)[0] for key in start}))
         self._last_available = {key: end for key, (_low, end) in available.items()}
+        self._resets = self._check_offsets(start, available)
         lags = {}
         for key, (low, end) in available.items():
+            if key in self._resets:
+                continue  # this batch only moves the partition to its new beginning
             if self._target is not None:
                 if key not in self._target:
                     continue  # appeared after the availableNow run started: leave it for a later run
@@ -303,11 +317,57 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         elif not isinstance(limit, ReadAllAvailable):
             raise KafkaConnectorError(f"placement-kafka supports the read limits ReadAllAvailable and ReadMaxRows, "
                                       f"Spark passed {limit!r}")
-        end_offsets = dict(start)
+        end_offsets = {**start, **self._resets}
         for key, count in lags.items():
             if key in start or count > 0:
                 end_offsets[key] = start.get(key, available[key][0]) + count
         return end_offsets
+
+    def _check_offsets(self, start: Mapping[str, int], available: Mapping[str, tuple[int, int]]) -> dict[str, int]:
+        """Find partitions whose unread records are gone, and say where each goes on (driver, per trigger).
+
+        A partition is lost when its end is below the offset the query would read next (the broker lost its
+        data, or the topic was deleted and recreated), its earliest offset is above it (records deleted
+        before being read), or it no longer exists. Spark's own Kafka source calls this data loss
+        (``failOnDataLoss``). New records at the old offsets cannot be told from old ones by offsets alone:
+        a partition that vanished and came back is recognised only while this reader runs.
+
+        Returns:
+            ``key -> new beginning`` for each lost partition that exists now (failOnDataLoss false).
+
+        Raises:
+            DataLossError: a partition is lost and failOnDataLoss is true (the default).
+        """
+        lost: list[LostRange] = []
+        resets: dict[str, int] = {}
+        for key, expected in sorted(start.items()):
+            topic, partition = parse_offset_key(key)
+            if key not in available:
+                if key not in self._vanished:
+                    lost.append(LostRange(topic, partition, int(expected), None, None))
+                continue
+            low, end = available[key]
+            if key in self._vanished:
+                logger.info("%s partition %d exists again; reading it from offset %d", topic, partition, low)
+                resets[key] = low
+            elif end < expected or low > expected:
+                lost.append(LostRange(topic, partition, int(expected), low, end))
+        if lost and self._settings.fail_on_data_loss:
+            raise DataLossError(tuple(lost), self._settings.bootstrap_servers)
+        for gone in lost:
+            key = offset_key(gone.topic, gone.partition)
+            if gone.end is None:
+                self._vanished.add(key)
+                logger.warning("data loss: %s; failOnDataLoss=false: it will be read from its beginning if it "
+                               "exists again", gone.describe())
+            else:
+                resets[key] = gone.earliest
+                logger.warning("data loss: %s; failOnDataLoss=false: reading on from offset %d, its new "
+                               "beginning", gone.describe(), gone.earliest)
+        for key in resets:
+            self._vanished.discard(key)
+            self._last_committed.pop(key, None)  # let the commit group follow the partition back
+        return resets
 
     def reportLatestOffset(self) -> dict | None:
         """The newest end offsets seen by the last :meth:`latestOffset` (for query progress; no broker call)."""
@@ -320,6 +380,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         planned = []
         for key in sorted(end):
             begin = start.get(key, lows.get(key, 0))
+            if self._resets.get(key) == end[key]:
+                continue  # moved to a new beginning: the records before it are gone
             if end[key] > begin:
                 topic, partition = parse_offset_key(key)
                 planned.append(KafkaInputPartition(topic, partition, begin, end[key]))

@@ -37,6 +37,7 @@ DEFAULTS: dict[str, str] = {
     "engine.kafka.consumerGroup": "placement-engine",
     "engine.kafka.connector": "python",
     "engine.kafka.endOffsetProbe": "fetch",
+    "engine.kafka.failOnDataLoss": "true",
     "engine.alerts.kafkaMode": "binary",
     "engine.replay.recordsPerTrigger": "200000",
     "engine.replay.bytesPerTrigger": "33554432",
@@ -113,6 +114,7 @@ class EngineSettings:
     consumer_group: str = "placement-engine"
     kafka_connector: str = "python"
     end_offset_probe: str = "fetch"
+    fail_on_data_loss: bool = True
     alerts_kafka_mode: str = "binary"
     replay_records_per_trigger: int = 200000
     replay_bytes_per_trigger: int = 33554432
@@ -176,6 +178,7 @@ class EngineSettings:
             consumer_group=str(conf.get("engine.kafka.consumerGroup", DEFAULTS["engine.kafka.consumerGroup"])).strip(),
             kafka_connector=_choice(conf, "engine.kafka.connector", ("python", "native")),
             end_offset_probe=_choice(conf, "engine.kafka.endOffsetProbe", ("fetch", "list")),
+            fail_on_data_loss=_choice(conf, "engine.kafka.failOnDataLoss", ("true", "false")) == "true",
             alerts_kafka_mode=_choice(conf, "engine.alerts.kafkaMode", ("binary", "structured")),
             replay_records_per_trigger=_int(conf, "engine.replay.recordsPerTrigger", minimum=1),
             replay_bytes_per_trigger=_int(conf, "engine.replay.bytesPerTrigger", minimum=1),

@@ -76,11 +76,13 @@ class TansuBroker:
     """A tansu broker process with in-memory storage, listening on 127.0.0.1 only.
 
     Use :meth:`start` / :meth:`stop`, or the instance as a context manager. ``bootstrap`` is
-    ``"127.0.0.1:PORT"`` once started.
+    ``"127.0.0.1:PORT"`` once started. ``advertised_port`` (default: ``port``) is the port clients are told to
+    connect to, e.g. a forwarder's in front of the broker. :meth:`restart` gives a broker that lost its data.
     """
 
     port: int = 0
     startup_timeout_s: float = 15.0
+    advertised_port: int = 0
     _process: subprocess.Popen | None = field(default=None, init=False, repr=False)
     _log_dir: str | None = field(default=None, init=False, repr=False)
 
@@ -105,10 +107,11 @@ class TansuBroker:
         if not self.port:
             self.port = _free_port()
         url = f"tcp://127.0.0.1:{self.port}"
+        advertised = f"tcp://127.0.0.1:{self.advertised_port or self.port}"
         self._log_dir = tempfile.mkdtemp(prefix="tansu-")
         with open(self.log_path, "wb") as log:
             self._process = subprocess.Popen(
-                [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", advertised,
                  "--storage-engine", "memory://tansu/"],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             )
@@ -144,6 +147,11 @@ class TansuBroker:
             shutil.rmtree(self._log_dir, ignore_errors=True)
             self._log_dir = None
 
+    def restart(self) -> TansuBroker:
+        """Stop the broker and start a new one on the same port with empty storage: a broker that lost its data."""
+        self.stop()
+        return self.start()
+
     def __enter__(self) -> TansuBroker:
         return self.start()
 
@@ -173,6 +181,16 @@ def create_topic(bootstrap: str, name: str, partitions: int = 3, timeout_s: floa
                                   operation_timeout=timeout_s)
     futures[name].result(timeout=timeout_s)
     return name
+
+
+def delete_topic(bootstrap: str, name: str, timeout_s: float = 15.0) -> None:
+    """Delete ``name`` and wait for the broker to confirm.
+
+    Raises:
+        KafkaException: the broker refused (for example, the topic does not exist).
+    """
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.delete_topics([name], operation_timeout=timeout_s)[name].result(timeout=timeout_s)
 
 
 Record = bytes | str | tuple
