@@ -32,6 +32,10 @@ from events import REQUEST_TYPES
 PACK_SIZE = 2000
 """Records per packed row at most (a row of 2,000 typical records is about 400 KB of text)."""
 
+PACK_BYTES = 4 << 20
+"""Characters of record text per packed row, about (a longer record is a row of its own): long lines
+must not make rows of hundreds of megabytes, which the JVM holds whole."""
+
 SUMMARY = "summary"
 """`kind` of the packed output row that carries a group's output counts (never written as output)."""
 

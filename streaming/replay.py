@@ -4,8 +4,10 @@ The input files are first merged into one spool ordered by (record time, file, l
 decides exactly as if the records had arrived in time order, whatever the batch size: batch
 boundaries then fall between records that are already in order. A line whose time cannot be read
 keeps its place in its file (it inherits the time of the line before it) and is dead-lettered by the
-job with its file and line. The spool is cut into files of `engine.replay.recordsPerTrigger` records,
-read by Spark's text source one file per micro-batch (availableNow).
+job with its file and line. The spool is cut into files of `engine.replay.recordsPerTrigger` records
+and at most `engine.replay.bytesPerTrigger` bytes of record text, whichever comes first (a line longer
+than that is a file of its own), read by Spark's text source one file per micro-batch (availableNow):
+so a log of very long lines replays in the memory a log of short ones takes.
 
 The driver reads every line anyway (for its time), so it also routes it to its (cluster, shard) group
 exactly as the `run` job's Spark expressions would, and packs each group's records into a few rows
@@ -42,7 +44,7 @@ from events import parse_time_ms
 
 from .config import ConfigError
 from .job import place_packed
-from .packed import PACK_SIZE, SUMMARY, last_value, pack, route, top_level
+from .packed import PACK_BYTES, PACK_SIZE, SUMMARY, last_value, pack, route, top_level
 from .schemas import INPUT_TYPES
 from .session import use_local_checkpoint_writer
 from .settings import EngineSettings
@@ -90,15 +92,39 @@ def _time_ms(pairs: list | None, text: str) -> int | None:
         return None
 
 
-def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards: int = 1) -> int:
+def batch_bounds(sizes: Sequence[int], max_records: int, max_bytes: int) -> list[tuple[int, int]]:
+    """`(start, end)` of consecutive runs of `sizes` with at most `max_records` items and at most
+    `max_bytes` in all; an item larger than `max_bytes` is a run of its own. Cost: O(len(sizes))."""
+    bounds: list[tuple[int, int]] = []
+    start, total = 0, 0
+    for position, size in enumerate(sizes):
+        if position > start and (position - start >= max_records or total + size > max_bytes):
+            bounds.append((start, position))
+            start, total = position, 0
+        total += size
+    if start < len(sizes):
+        bounds.append((start, len(sizes)))
+    return bounds
+
+
+def _runs(entries: list, max_records: int, max_bytes: int) -> Iterable[list]:
+    """`entries` (`(seq, part, pos, text)`) cut into packed rows of at most `max_records` records and
+    about `max_bytes` of text (a longer record is a row of its own)."""
+    for start, end in batch_bounds([len(entry[3]) for entry in entries], max_records, max_bytes):
+        yield entries[start:end]
+
+
+def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards: int = 1,
+                bytes_per_file: int = 1 << 62) -> int:
     """Merge the inputs into time-ordered, routed, packed spool files; return the record count.
 
-    A spool line is `base64(cluster) \t shard \t first seq \t packed entries` (`streaming.packed`),
-    one per (cluster, shard) and run of at most `PACK_SIZE` records of one spool file; an entry is
-    `[seq, file index, line, text]`. After the records, one end-of-input marker per cluster and shard:
-    the entry `[seq, HORIZON_PART, horizon_ms, ""]`.
+    A spool file holds at most `records_per_file` records and `bytes_per_file` bytes of record text
+    (UTF-8), a longer record alone. A spool line is `base64(cluster) \t shard \t first seq \t packed
+    entries` (`streaming.packed`), one per (cluster, shard) and run of at most `PACK_SIZE` records and
+    about `PACK_BYTES` of text of one spool file; an entry is `[seq, file index, line, text]`. After
+    the records, one end-of-input marker per cluster and shard: the entry `[seq, HORIZON_PART, horizon_ms, ""]`.
     """
-    keyed: list[tuple[int, int, int, str, str, Sequence[int]]] = []
+    keyed: list[tuple[int, int, int, str, str, Sequence[int], int]] = []
     horizon = -1
     for index, name in enumerate(files):
         last = -1
@@ -108,8 +134,11 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards
                 if not text.strip():
                     continue
                 invalid = False
+                size = len(text)
                 if not text.isascii():
-                    repaired = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                    raw = text.encode("utf-8", "surrogateescape")
+                    size = len(raw)
+                    repaired = raw.decode("utf-8", "replace")
                     invalid, text = repaired != text, repaired
                 pairs = top_level(text)
                 at = _time_ms(pairs, text)
@@ -120,12 +149,12 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards
                 cluster, targets = route(pairs, shards)
                 if invalid:  # an INVALID_ENCODING dead letter, not a record (stateful.INVALID_UTF8)
                     text = INVALID_UTF8 + text
-                keyed.append((at, index, number, text, cluster, targets))
+                keyed.append((at, index, number, text, cluster, targets, size))
     keyed.sort(key=lambda item: (item[0], item[1], item[2]))
     spool.mkdir(parents=True, exist_ok=True)
-    per_file = max(records_per_file, 1)
+    bounds = batch_bounds([item[6] for item in keyed], max(records_per_file, 1), max(bytes_per_file, 1))
     files_written = 0
-    base = time.time() - len(keyed) // per_file - 10
+    base = time.time() - len(bounds) - 10
 
     def write(groups: dict[tuple[str, int], list]) -> None:
         nonlocal files_written
@@ -133,23 +162,24 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards
         with open(target, "w", encoding="ascii", newline="\n") as out:
             for (cluster, shard), entries in groups.items():
                 label = base64.b64encode(cluster.encode("utf-8")).decode("ascii")
-                for first in range(0, len(entries), PACK_SIZE):
-                    run = entries[first:first + PACK_SIZE]
+                for run in _runs(entries, PACK_SIZE, PACK_BYTES):
                     out.write(f"{label}\t{shard}\t{run[0][0]}\t{pack(run)}\n")
         # Spark's file source plans files by modification time: make the order explicit.
         os.utime(target, (base + files_written, base + files_written))
         files_written += 1
 
     clusters: set[str] = set()
-    for start in range(0, len(keyed), per_file):
+    for start, end in bounds:
         groups: dict[tuple[str, int], list] = {}
-        for seq in range(start, min(start + per_file, len(keyed))):
-            _, index, number, text, cluster, targets = keyed[seq]
+        for seq in range(start, end):
+            _, index, number, text, cluster, targets, _ = keyed[seq]
             if cluster:
                 clusters.add(cluster)
             for shard in targets:
                 groups.setdefault((cluster, shard), []).append((seq, index, number, text))
         write(groups)
+    log.info("replay: %d records in %d micro-batches (at most %d records and %d bytes each)", len(keyed),
+             len(bounds), records_per_file, bytes_per_file)
     if clusters and horizon >= 0:
         seq = len(keyed)
         write({(cluster, shard): [(seq, HORIZON_PART, horizon, "")]
@@ -208,7 +238,7 @@ def run_replay(spark: SparkSession, settings: EngineSettings, events: Sequence[s
     summary = ReplaySummary()
     try:
         summary.records = write_spool(files, work / "spool", settings.replay_records_per_trigger,
-                                      settings.shards_per_cluster)
+                                      settings.shards_per_cluster, settings.replay_bytes_per_trigger)
         lines = spark.readStream.format("text").option("maxFilesPerTrigger", 1).load(str(work / "spool"))
         parts = F.split(F.col("value"), "\t", 4)
         rows = lines.select(

@@ -5,7 +5,7 @@ import hashlib
 import json
 
 from streaming.job import start_kafka_job
-from streaming.replay import run_replay
+from streaming.replay import batch_bounds, run_replay
 from streaming.settings import engine_settings
 from tests.kafka_broker import consume_all, produce_records
 from tests.streaming.test_run_kafka import _bookies, _caught_up, _conf, _creates, _keyed, _wait_for
@@ -126,3 +126,28 @@ def test_replay_cuts_the_raw_text_of_a_huge_dead_letter(spark, tmp_path):
     assert all(decisions[r["request_id"]]["status"] == "ok" for r in valid)
     _assert_cut_dead_letter(letters, max_raw_bytes=1000)
     assert summary["dead_letters"] == {"total": 1, "INVALID_JSON": 1}
+
+
+def test_batch_bounds_cut_by_records_and_by_bytes_and_keep_a_long_item_alone():
+    assert batch_bounds([1] * 5, 2, 100) == [(0, 2), (2, 4), (4, 5)]
+    assert batch_bounds([3, 3, 3, 10, 1, 1], 100, 6) == [(0, 2), (2, 3), (3, 4), (4, 6)]
+    assert batch_bounds([], 10, 10) == []
+
+
+def test_replay_cuts_batches_by_bytes_so_long_lines_do_not_share_one_batch(spark, tmp_path):
+    """Regression: with 200,000 records per batch, a log with a few lines of several MB went into one
+    micro-batch, and the JVM ran out of memory or hung. 20 lines of 3 MB among short ones, 8 MiB per
+    batch: no batch holds more than two of them, and every line is answered as before."""
+    valid = _creates("c1", 0, 200)
+    huge = [json.dumps({**valid[0], "request_id": f"huge-{n}", "pad": "x" * 3_000_000}) for n in range(20)]
+    records = _bookies("c1") + [item for pair in zip(valid[::10], huge) for item in pair] \
+        + [r for n, r in enumerate(valid) if n % 10]
+    summary, decisions, letters = _replayed(spark, tmp_path, records, "long-lines",
+                                            **{"engine.replay.bytesPerTrigger": str(8 << 20)})
+    assert summary["batches"] >= 10, "20 lines of 3 MB in batches of at most 8 MiB"
+    assert all(decisions[r["request_id"]]["status"] == "ok" for r in valid)
+    assert not any(f"huge-{n}" in decisions for n in range(20)), "a record too large is not read, so not answered"
+    too_large = [d for d in letters if d["code"] == "RECORD_TOO_LARGE"]
+    assert len(too_large) == 20
+    assert {d["raw_length"] for d in too_large} == {len(line) for line in huge}
+    assert all(d["raw_truncated"] and len(d["raw"]) <= 65_536 for d in too_large)
