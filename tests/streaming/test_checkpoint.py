@@ -4,6 +4,9 @@ import pytest
 
 from streaming.checkpoint import CheckpointError, check_checkpoint, problem
 from streaming.cli import main
+from tests.kafka_broker import produce_records
+from tests.streaming.test_poison_records import _run_until_caught_up
+from tests.streaming.test_run_kafka import _bookies, _conf, _creates, _keyed
 
 
 def _layout(root, offsets, commits):
@@ -47,14 +50,16 @@ def test_an_empty_latest_file_is_damage(tmp_path):
         check_checkpoint(location)
 
 
+@pytest.fixture
+def topics(kafka_topic):
+    return {name: kafka_topic(partitions=1, prefix=name)
+            for name in ("events", "requests", "decisions", "alerts", "dead")}
+
+
 def test_run_refuses_a_checkpoint_whose_latest_offsets_file_was_deleted(spark, kafka_bootstrap, topics, tmp_path,
                                                                         capsys):
     """Regression: deleting the latest offsets file gave Spark's "Multiple streaming jobs detected",
     though only one job ran."""
-    from tests.kafka_broker import produce_records
-    from tests.streaming.test_poison_records import _run_until_caught_up
-    from tests.streaming.test_run_kafka import _bookies, _conf, _creates, _keyed
-
     checkpoint = tmp_path / "checkpoint"
     conf = _conf(kafka_bootstrap, topics, checkpoint)
     produce_records(kafka_bootstrap, topics["events"], _keyed(_bookies("c1")))
@@ -70,5 +75,3 @@ def test_run_refuses_a_checkpoint_whose_latest_offsets_file_was_deleted(spark, k
     [line] = capsys.readouterr().err.strip().splitlines()
     assert f"offsets/{committed}" in line and "restore" in line and "engine.checkpointLocation" in line
 
-
-from tests.streaming.test_run_kafka import topics  # noqa: E402, F401 - the fixture

@@ -4,14 +4,22 @@ and through `replay`, and must become a dead letter while every other record of 
 import hashlib
 import json
 
+import pytest
+
 from streaming.job import start_kafka_job
 from streaming.replay import batch_bounds, run_replay
 from streaming.settings import engine_settings
 from tests.kafka_broker import consume_all, produce_records
 from tests.streaming.test_run_kafka import _bookies, _caught_up, _conf, _creates, _keyed, _wait_for
-from tests.streaming.test_run_kafka import topics  # noqa: F401 - the fixture
 
 VALID_REQUESTS = 100
+
+
+@pytest.fixture
+def topics(kafka_topic):
+    """Fresh events, requests and output topics (2 partitions each)."""
+    return {name: kafka_topic(partitions=2, prefix=name)
+            for name in ("events", "requests", "decisions", "alerts", "dead")}
 
 
 def _run_until_caught_up(spark, conf, name):
