@@ -209,6 +209,7 @@ class KafkaSourceSettings:
     fail_on_missing_topic: bool = True
     fail_on_data_loss: bool = True
     poll_timeout_ms: int = 120_000
+    unreachable_timeout_s: int = 300
     client_props: tuple[tuple[str, str], ...] = ()
 
     @classmethod
@@ -246,6 +247,8 @@ class KafkaSourceSettings:
             fail_on_data_loss=_parse_bool("failOnDataLoss", opts.get("failondataloss", "true")),
             poll_timeout_ms=parse_positive_int("kafkaConsumer.pollTimeoutMs",
                                                 opts.get("kafkaconsumer.polltimeoutms", "120000")),
+            unreachable_timeout_s=parse_positive_int("unreachableTimeoutSeconds",
+                                                     opts.get("unreachabletimeoutseconds", "300")),
             client_props=kafka_client_props(opts, _SOURCE_OWNED_PROPS),
         )
 

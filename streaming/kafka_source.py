@@ -49,6 +49,7 @@ from .kafka_options import (
     offset_key,
     parse_offset_key,
 )
+from .kafka_health import UNREACHABLE_CODES, BrokerWatch, client_logging
 from .kafka_sink import KafkaStreamWriter
 from .schemas import KAFKA_SOURCE_ARROW_SCHEMA, KAFKA_SOURCE_DDL
 from .worker_gc import tune_worker_gc
@@ -63,6 +64,8 @@ _ROWS_PER_ARROW_BATCH = 10_000
 # range; 1000 per call is the fastest size (facts §5d).
 _MAX_CONSUME_CHUNK = 1_000
 _CONSUME_WAIT_S = 0.5
+# How long one driver metadata call waits for an answer before it counts as unanswered and is retried.
+_BROKER_ATTEMPT_S = 5.0
 
 
 # ----------------------------------------------------------------------------------------------- planning
@@ -116,6 +119,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_committed: dict[str, int] = {}
         self._vanished: set[str] = set()  # partitions read before, gone now, already warned about
         self._resets: dict[str, int] = {}  # partitions the planned batch moves to a new beginning, unread
+        self._watch = BrokerWatch(self._settings.bootstrap_servers, self._settings.unreachable_timeout_s)
 
     # Only the settings travel to executors (STYLE R10); clients are process-local.
     def __getstate__(self) -> dict:
@@ -135,8 +139,30 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._admin is None:
             # fetch.wait.max.ms is small because the fetch probe waits for end-of-partition, which needs an
             # (empty) fetch response; tansu holds empty fetches for the whole wait.
-            self._admin = Consumer(self._settings.consumer_conf(**{"fetch.wait.max.ms": 10}))
+            self._admin = Consumer(self._settings.consumer_conf(**{"fetch.wait.max.ms": 10}, **client_logging()))
         return self._admin
+
+    def _ask_broker(self, call):  # noqa: ANN001, ANN202 - call(timeout_s) -> any broker answer
+        """``call(timeout_s)``, retried while no broker answers (driver).
+
+        The first unanswered call logs a WARNING, the first answer after it an INFO line (:class:`BrokerWatch`).
+
+        Raises:
+            BrokerUnreachableError: no broker answered for ``unreachableTimeoutSeconds``.
+            KafkaException: the broker answered with an error.
+        """
+        while True:
+            try:
+                answer = call(min(self._timeout_s, _BROKER_ATTEMPT_S))
+            except KafkaException as exc:
+                error = exc.args[0]
+                if not isinstance(error, KafkaError) or error.code() not in UNREACHABLE_CODES:
+                    raise
+                self._watch.on_failure(error.str())
+                self._probe_cache.clear()  # the broker that answers next may hold other data
+                continue
+            self._watch.on_success()
+            return answer
 
     @property
     def _timeout_s(self) -> float:
@@ -153,7 +179,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             MissingTopicError: a subscribed topic is absent and failOnMissingTopic is true.
         """
         try:
-            metadata = self._metadata_consumer().list_topics(timeout=self._timeout_s)
+            metadata = self._ask_broker(lambda timeout_s: self._metadata_consumer().list_topics(timeout=timeout_s))
         except KafkaException as exc:
             raise KafkaReadError(f"could not read topic metadata from {self._settings.bootstrap_servers} within "
                                  f"{self._timeout_s} s: {exc}; check kafka.bootstrap.servers and that the broker "
@@ -176,8 +202,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         out = {}
         for topic, partition in partitions:
             try:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                           timeout=self._timeout_s, cached=False)
+                low, high = self._ask_broker(lambda timeout_s, tp=TopicPartition(topic, partition):
+                                             consumer.get_watermark_offsets(tp, timeout=timeout_s, cached=False))
             except KafkaException as exc:
                 raise KafkaReadError(f"could not list offsets of {topic} partition {partition}: {exc}") from exc
             out[offset_key(topic, partition)] = (low, high)
@@ -298,8 +324,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         their earliest offset. ``ReadMaxRows`` caps the records of the whole batch, shared across partitions
         by :func:`share_limit`.
         """
-        self._commit_processed(start)
         available = self._available(self._discover(reading={parse_offset_key(key)[0] for key in start}))
+        self._commit_processed(start)  # after the brokers answered: a commit to none would block
         self._last_available = {key: end for key, (_low, end) in available.items()}
         self._resets = self._check_offsets(start, available)
         lags = {}
@@ -434,6 +460,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         Raises:
             KafkaReadError: the broker returned an error, or no record arrived for ``kafkaConsumer.pollTimeoutMs``.
+            BrokerUnreachableError: no broker answered for ``unreachableTimeoutSeconds``.
         """
         tune_worker_gc()
         settings = self._settings
@@ -441,7 +468,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Prefetch the whole range but not much past it: librdkafka keeps fetching until queued.min.messages
         # are queued (default 100k); matching it to the range makes reads markedly faster on tansu.
         prefetch = {"queued.min.messages": max(1_000, min(end - start, 1_000_000))}
-        consumer = Consumer(settings.consumer_conf(**{**prefetch, **dict(settings.client_props)}))
+        watch = BrokerWatch(settings.bootstrap_servers, settings.unreachable_timeout_s)
+        consumer = Consumer(settings.consumer_conf(**{**prefetch, **dict(settings.client_props)}, **client_logging(),
+                                                   error_cb=watch.error_cb))
         try:
             consumer.assign([TopicPartition(topic, partition.partition, start)])
             columns: tuple[list, list, list, list] = ([], [], [], [])  # offset, timestamp, key, value
@@ -474,7 +503,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     next_offset = offset + 1
                     progressed = True
                 if progressed:
+                    watch.on_success()
                     deadline = time.monotonic() + timeout_s
+                elif watch.is_down:
+                    watch.check()  # an outage may last up to unreachableTimeoutSeconds
                 elif next_offset < end and time.monotonic() > deadline:
                     raise KafkaReadError(f"no records from {topic} partition {partition.partition} at offset "
                                          f"{next_offset} for {timeout_s} s although the batch was planned up to "

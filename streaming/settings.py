@@ -38,6 +38,7 @@ DEFAULTS: dict[str, str] = {
     "engine.kafka.connector": "python",
     "engine.kafka.endOffsetProbe": "fetch",
     "engine.kafka.failOnDataLoss": "true",
+    "engine.kafka.unreachableTimeoutSeconds": "300",
     "engine.alerts.kafkaMode": "binary",
     "engine.replay.recordsPerTrigger": "200000",
     "engine.replay.bytesPerTrigger": "33554432",
@@ -115,6 +116,7 @@ class EngineSettings:
     kafka_connector: str = "python"
     end_offset_probe: str = "fetch"
     fail_on_data_loss: bool = True
+    unreachable_timeout_seconds: int = 300
     alerts_kafka_mode: str = "binary"
     replay_records_per_trigger: int = 200000
     replay_bytes_per_trigger: int = 33554432
@@ -179,6 +181,7 @@ class EngineSettings:
             kafka_connector=_choice(conf, "engine.kafka.connector", ("python", "native")),
             end_offset_probe=_choice(conf, "engine.kafka.endOffsetProbe", ("fetch", "list")),
             fail_on_data_loss=_choice(conf, "engine.kafka.failOnDataLoss", ("true", "false")) == "true",
+            unreachable_timeout_seconds=_int(conf, "engine.kafka.unreachableTimeoutSeconds", minimum=1),
             alerts_kafka_mode=_choice(conf, "engine.alerts.kafkaMode", ("binary", "structured")),
             replay_records_per_trigger=_int(conf, "engine.replay.recordsPerTrigger", minimum=1),
             replay_bytes_per_trigger=_int(conf, "engine.replay.bytesPerTrigger", minimum=1),
