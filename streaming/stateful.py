@@ -224,7 +224,7 @@ def _internal_error_outputs(item: Any, cluster: str, exc: Exception, settings: M
         produced.append(outputs.decision(
             cluster=letter.cluster, request_id=letter.request_id, request_type=letter.record_type,
             ledger_id=letter.ledger_id, time_ms=getattr(item, "time_ms", None), policy=settings.placement.policy,
-            topology_version=None,
+            topology_version=None, content=outputs.dead_letter_content(letter),
             error={"code": "INTERNAL_ERROR", "message": f"the engine failed on this request ({letter.detail}); "
                                                         "it is kept in the dead letters, please report it"}))
     return produced
@@ -258,7 +258,8 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
         if model is None:
             model = load_model(state, settings)
     try:
-        result = step_fn(model, cluster, items, settings, shard=shard, shards=shards, horizon_ms=horizon_ms)
+        result = step_fn(model, cluster, items, settings, shard=shard, shards=shards, horizon_ms=horizon_ms,
+                          origins=origins)
         if not cluster:
             return Stepped(None, list(result.outputs), None)
         stepped = _stepped(result.model, list(result.outputs))
@@ -277,7 +278,7 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     for item in items:
         model = load_model(current, settings) if current is not None else None
         try:
-            result = step_fn(model, cluster, [item], settings, shard=shard, shards=shards)
+            result = step_fn(model, cluster, [item], settings, shard=shard, shards=shards, origins=origins)
         except Exception as exc:  # noqa: BLE001 - as above, for one record
             log.error("cluster %s: record %s failed (%s: %s); sent to the dead letters", cluster,
                       getattr(item, "request_id", None) or getattr(item, "type", "?"), type(exc).__name__, exc)
@@ -323,7 +324,7 @@ def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]
         last = number == len(parts)
         try:
             result = step_fn(model, cluster, part, settings, shard=shard, shards=shards,
-                             horizon_ms=horizon_ms if last else None)
+                             horizon_ms=horizon_ms if last else None, origins=origins)
         except Exception:  # noqa: BLE001 - handed to the guard below, which logs and retries
             break
         model = result.model

@@ -170,3 +170,35 @@ def test_a_record_whose_cluster_spark_read_otherwise_is_one_dead_letter_not_a_de
     assert letter["code"] == "INVALID_JSON" and letter["raw"] == record
     assert "'c1'" in letter["reason"] and "'c2'" in letter["reason"]
     assert all(json.loads(value).get("status") != "ok" for kind, _, _, value in rows if kind == "decision")
+
+
+def test_a_record_too_far_ahead_is_a_dead_letter_that_names_its_topic_partition_and_offset():
+    items = _records()
+    ahead = parse_record(json.dumps({"type": "bookie_lost", "cluster": "c1", "time": 3_000 + 10 * 86_400_000,
+                                     "bookie": "bk0:3181"}), Origin.from_kafka("events", 2, 41))
+    origins = {id(item): Origin.from_kafka("requests", 0, i) for i, item in enumerate(items)}
+    origins[id(ahead)] = Origin.from_kafka("events", 2, 41)
+
+    _, produced, _ = guarded_step(None, "c1", [*items, ahead], SETTINGS, origins=origins)
+
+    letters = [o.payload for o in produced if o.kind == "dead_letter"]
+    assert [letter["code"] for letter in letters] == ["TIME_TOO_FAR_AHEAD"]
+    assert letters[0]["source"] == Origin.from_kafka("events", 2, 41).to_record()
+
+
+def test_two_requests_the_engine_fails_on_with_one_request_id_get_different_decision_ids():
+    first, second = (parse_record(json.dumps({"type": "ledger_create", "cluster": "c1", "time": 2_000,
+                                              "request_id": "same", "ensemble_size": size, "write_quorum": 2,
+                                              "ack_quorum": 2}), Origin.from_kafka("requests", 0, size))
+                     for size in (2, 3))
+
+    def failing_step(model, cluster, batch, settings, **kwargs):
+        raise KeyError("boom")
+
+    ids = []
+    for item in (first, second, first):
+        _, produced, _ = guarded_step(None, "c1", [item], SETTINGS, step_fn=failing_step)
+        [decision] = [o.payload for o in produced if o.kind == "decision"]
+        assert decision["error"]["code"] == "INTERNAL_ERROR"
+        ids.append(decision["id"])
+    assert ids[0] != ids[1] and ids[0] == ids[2]
