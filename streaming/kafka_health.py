@@ -12,6 +12,7 @@ a WARNING when the brokers become unreachable, an INFO line when they answer aga
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable
 
@@ -47,6 +48,22 @@ class _DebugLog:
 
     def log(self, level: int, fmt: str, *args: object) -> None:
         LIBRDKAFKA_LOG.debug(fmt, *args)
+
+
+def log_in_spark_worker() -> None:
+    """Send the ``streaming`` loggers' INFO and above to stderr in a process where nothing configured logging.
+
+    Spark runs a Python source's driver side and its reads in Python workers that configure no logging, so
+    the WARNING above would reach stderr bare and the INFO line not at all; Spark copies a worker's stderr
+    to its own log. A process that configured logging (the command line, a test run) is left alone.
+    """
+    engine_log = logging.getLogger("streaming")
+    if logging.getLogger().handlers or engine_log.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    engine_log.addHandler(handler)
+    engine_log.setLevel(logging.INFO)
 
 
 def client_logging() -> dict[str, object]:

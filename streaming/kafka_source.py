@@ -49,7 +49,7 @@ from .kafka_options import (
     offset_key,
     parse_offset_key,
 )
-from .kafka_health import UNREACHABLE_CODES, BrokerWatch, client_logging
+from .kafka_health import UNREACHABLE_CODES, BrokerWatch, client_logging, log_in_spark_worker
 from .kafka_sink import KafkaStreamWriter
 from .schemas import KAFKA_SOURCE_ARROW_SCHEMA, KAFKA_SOURCE_DDL
 from .worker_gc import tune_worker_gc
@@ -111,6 +111,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._init_driver_state()
 
     def _init_driver_state(self) -> None:
+        log_in_spark_worker()
         self._admin: Consumer | None = None
         self._committer: Consumer | None = None
         self._target: dict[str, int] | None = None  # Trigger.AvailableNow end, fixed when the query starts
