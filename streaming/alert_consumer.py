@@ -7,24 +7,38 @@ structured mode (the whole event as JSON in the value).
 
 The sink is at-least-once, so a replayed batch can deliver an alert twice with the same `id`; the
 last `--dedupe-window` ids are remembered and repeats are skipped.
+
+A readable line names the cluster and says what happened in a few words built from the alert's
+`data` (`describe`); `--json` prints the whole event. An unreachable broker or a missing topic stops
+the command with one line and exit code 2, as `run` does.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TextIO
+from urllib.parse import unquote
 
 from state.outputs import ERROR, INFO, WARNING
 
-from .config import load_conf
-from .settings import engine_settings
+from .config import ConfigError, load_conf
+from .settings import BOOTSTRAP_SERVERS, engine_settings
 
 SEVERITIES = (INFO, WARNING, ERROR)
 """The engine's alert severities, lowest first (`data.severity`)."""
+
+CONNECT_TIMEOUT_S = 15.0
+"""How long `alerts` waits for the broker's first answer before it stops (as `run`'s start-up check)."""
+
+MAX_DETAIL = 160
+"""Longest free-text part (a constraint, a problem, a reason) quoted in a readable line."""
+
+KAFKA_LOGGER = "kafka"
 
 
 def event_from_kafka(value: bytes | None, headers: Iterable[tuple[str, bytes]] | None) -> dict[str, Any] | None:
@@ -69,9 +83,14 @@ class Deduplicator:
         return False
 
 
-def matches(event: Mapping[str, Any], clusters: set[str], types: list[str], min_severity: str) -> bool:
+def cluster_of(event: Mapping[str, Any]) -> str:
+    """`data.cluster`, else the cluster named by `source` (`placement-engine/<percent-encoded cluster>`)."""
     data = event.get("data") if isinstance(event.get("data"), Mapping) else {}
-    cluster = data.get("cluster") or str(event.get("source", "")).rpartition("/")[2]
+    return str(data.get("cluster") or unquote(str(event.get("source", "")).rpartition("/")[2]) or "?")
+
+
+def matches(event: Mapping[str, Any], clusters: set[str], types: list[str], min_severity: str) -> bool:
+    cluster = cluster_of(event)
     if clusters and cluster not in clusters:
         return False
     if types and not any(str(event.get("type", "")).startswith(t) for t in types):
@@ -79,11 +98,122 @@ def matches(event: Mapping[str, Any], clusters: set[str], types: list[str], min_
     return SEVERITIES.index(severity_of(event)) >= SEVERITIES.index(min_severity)
 
 
-def format_line(event: Mapping[str, Any]) -> str:
+def _cut(text: Any) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= MAX_DETAIL else text[:MAX_DETAIL - 3].rstrip() + "..."
+
+
+def _first_clause(text: Any) -> str:
+    """A policy message up to its first `;` (the rest repeats it for the stabilized topology)."""
+    return _cut(str(text).split(";", 1)[0])
+
+
+def _ledger(data: Mapping[str, Any]) -> str:
+    return f"ledger {data['ledger_id']}" if data.get("ledger_id") is not None else "the request"
+
+
+def _fix(data: Mapping[str, Any]) -> str:
+    fix = data.get("fix") if isinstance(data.get("fix"), Mapping) else {}
+    if not fix.get("possible"):
+        return "no fix possible now"
+    moves = ", ".join(f"{r.get('bookie')} with {r.get('with')}" for r in fix.get("replace") or [])
+    reaches = fix.get("adherence", "?")
+    return f"fix: replace {moves} ({reaches})" if moves else f"fix: re-place the ledger ({reaches})"
+
+
+def _problems(data: Mapping[str, Any]) -> str:
+    problems = [str(p) for p in data.get("problems") or []]
+    if not problems:
+        return f"adherence {data.get('adherence', '?')}"
+    more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+    return _cut(problems[0]) + more
+
+
+def _decision_failed(data: Mapping[str, Any]) -> str:
+    return (f"{data.get('request_type', 'request')} for {_ledger(data)} failed with {data.get('code', '?')}: "
+            f"{_first_clause(data.get('constraint', ''))}")
+
+
+def _decision_not_adhering(data: Mapping[str, Any]) -> str:
+    ensemble = ", ".join(data.get("ensemble") or [])
+    return (f"{data.get('request_type', 'request')} for {_ledger(data)} answered adherence "
+            f"{data.get('adherence', '?')} on [{ensemble}]")
+
+
+def _ledger_not_adhering(data: Mapping[str, Any]) -> str:
+    return f"no longer adheres: {_problems(data)}; {_fix(data)}"
+
+
+def _ledger_readhere(data: Mapping[str, Any]) -> str:
+    if data.get("problems"):
+        return f"placed under a relaxed rule ({_problems(data)}) and can now be fixed; {_fix(data)}"
+    return f"adheres but still on a fallback it no longer needs; {_fix(data)}"
+
+
+def _default_rack(data: Mapping[str, Any]) -> str:
+    why = "unmapped" if data.get("unmapped") else "configured there"
+    never = "; enforcement is on, so nothing is placed on it" if data.get("enforced") else ""
+    return f"in the default location {data.get('location', '?')} ({why}){never}"
+
+
+def _join_failed(data: Mapping[str, Any]) -> str:
+    return f"cannot join the topology: {_cut(data.get('reason', ''))}"
+
+
+def _flapping(data: Mapping[str, Any]) -> str:
+    return (f"left {data.get('departures', '?')} times within {data.get('window_seconds', '?')} s "
+            f"(threshold {data.get('threshold', '?')}) at {data.get('location', '?')}")
+
+
+def _departure_pending(data: Mapping[str, Any]) -> str:
+    how = "turned read-only" if data.get("readonly") else "lost"
+    return f"{how}; kept as a last resort until {data.get('expires_at', '?')}"
+
+
+def _departure_ended(data: Mapping[str, Any]) -> str:
+    if data.get("outcome") == "returned":
+        return "came back inside the stabilization period"
+    return (f"stabilization period over ({data.get('outcome', '?')}): the departure is final, its ledgers are "
+            "re-checked")
+
+
+DESCRIPTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "placement.decision.failed": _decision_failed,
+    "placement.decision.not_adhering": _decision_not_adhering,
+    "placement.ledger.not_adhering": _ledger_not_adhering,
+    "placement.ledger.readhere_possible": _ledger_readhere,
+    "placement.bookie.default_rack": _default_rack,
+    "placement.bookie.join_failed": _join_failed,
+    "placement.bookie.flapping": _flapping,
+    "placement.bookie.departure_pending": _departure_pending,
+    "placement.bookie.departure_pending.resolved": _departure_ended,
+}
+"""One-line summaries by alert type, built from the `data` fields docs/alerts.md lists."""
+
+
+def describe(event: Mapping[str, Any]) -> str:
+    """What the alert says, in a few words: from its type's `data` fields (docs/alerts.md); a resolving
+    event gives its `reason`; an unknown type its `message`, `summary` or `reason`."""
     data = event.get("data") if isinstance(event.get("data"), Mapping) else {}
-    message = data.get("message") or data.get("summary") or ""
-    return (f"{event.get('time', '?')} {severity_of(event).upper():<8} {event.get('type', '?')} "
-            f"{event.get('subject', '')} {message}".rstrip())
+    kind = str(event.get("type", ""))
+    build = DESCRIPTIONS.get(kind)
+    if build is not None:
+        try:
+            return build(data)
+        except (KeyError, TypeError, AttributeError):
+            pass
+    text = data.get("message") or data.get("summary") or data.get("reason") or ""
+    if kind.endswith(".resolved") and data.get("reason"):
+        text = f"resolved: {data['reason']}"
+    return _cut(text)
+
+
+def format_line(event: Mapping[str, Any]) -> str:
+    """`TIME SEVERITY CLUSTER TYPE SUBJECT: what happened`, one line."""
+    message = describe(event)
+    line = (f"{event.get('time', '?')} {severity_of(event).upper():<7} {cluster_of(event)} "
+            f"{event.get('type', '?')} {event.get('subject', '')}".rstrip())
+    return f"{line}: {message}" if message else line
 
 
 def filter_events(records: Iterable[tuple[bytes | None, Any]], clusters: set[str], types: list[str],
@@ -97,15 +227,38 @@ def filter_events(records: Iterable[tuple[bytes | None, Any]], clusters: set[str
             yield event
 
 
-def tail(bootstrap: str, topic: str, *, from_beginning: bool, idle_timeout_s: float | None,
-         max_messages: int | None) -> Iterator[tuple[bytes | None, Any]]:
-    """(value, headers) of the topic's records with kafka-python; stops when idle or at max_messages."""
-    from kafka import KafkaConsumer
+def connect(bootstrap: str, topic: str, *, from_beginning: bool, idle_timeout_s: float | None,
+            connect_timeout_s: float = CONNECT_TIMEOUT_S):
+    """A kafka-python consumer of every partition of `topic`, once the broker has answered.
 
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap.split(","), group_id=None,
-                             auto_offset_reset="earliest" if from_beginning else "latest",
-                             enable_auto_commit=False,
-                             consumer_timeout_ms=int(idle_timeout_s * 1000) if idle_timeout_s else float("inf"))
+    Raises:
+        ConfigError: no broker answered within `connect_timeout_s` (naming `engine.kafka.bootstrapServers`,
+            in the words `run` uses), or the topic does not exist (naming `engine.kafka.alertsTopic`).
+    """
+    from kafka import KafkaConsumer
+    from kafka.errors import KafkaError
+
+    try:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None,
+                                 auto_offset_reset="earliest" if from_beginning else "latest",
+                                 enable_auto_commit=False, bootstrap_timeout_ms=int(connect_timeout_s * 1000),
+                                 consumer_timeout_ms=int(idle_timeout_s * 1000) if idle_timeout_s else float("inf"))
+    except KafkaError as exc:
+        raise ConfigError(f"{BOOTSTRAP_SERVERS}: cannot reach {bootstrap} within {connect_timeout_s:.0f} s "
+                          f"({exc}); check the address and that the broker runs") from None
+    try:
+        if topic not in consumer.topics():
+            raise ConfigError(f"engine.kafka.alertsTopic: topic {topic!r} does not exist on {bootstrap}; "
+                              "create it or name an existing topic")
+        consumer.subscribe([topic])
+    except BaseException:
+        consumer.close()
+        raise
+    return consumer
+
+
+def tail(consumer, max_messages: int | None) -> Iterator[tuple[bytes | None, Any]]:
+    """(value, headers) of the consumer's records; stops when idle or at max_messages, then closes it."""
     count = 0
     try:
         for record in consumer:
@@ -117,14 +270,32 @@ def tail(bootstrap: str, topic: str, *, from_beginning: bool, idle_timeout_s: fl
         consumer.close()
 
 
-def run_alerts(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def run_alerts(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """The `alerts` command: connect, say where reading starts, print matching alerts until stopped."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
     settings = engine_settings(load_conf(args.conf, args.set))
     settings.require_alerts_broker()
-    records = tail(settings.bootstrap_servers, settings.alerts_topic, from_beginning=args.from_beginning,
-                   idle_timeout_s=args.idle_timeout, max_messages=args.max_messages)
-    for event in filter_events(records, set(args.cluster), args.type, args.severity, Deduplicator()):
-        out.write((json.dumps(event, sort_keys=True) if args.json else format_line(event)) + "\n")
-        out.flush()
+    # kafka-python logs each failed connection attempt (ERROR) and slow event-loop steps ("Task ... ran
+    # for ...s", WARNING): this command reports an unreachable broker itself, in one line, so the client
+    # is silent while connecting and shows only its errors while tailing.
+    kafka_logger = logging.getLogger(KAFKA_LOGGER)
+    level = kafka_logger.level
+    kafka_logger.setLevel(logging.CRITICAL)
+    try:
+        consumer = connect(settings.bootstrap_servers, settings.alerts_topic, from_beginning=args.from_beginning,
+                           idle_timeout_s=args.idle_timeout)
+        kafka_logger.setLevel(logging.ERROR)
+        if not args.from_beginning:
+            print(f"placement-engine alerts: waiting for new alerts on {settings.alerts_topic} at "
+                  f"{settings.bootstrap_servers} (from the end of the topic; --from-beginning shows the retained "
+                  "ones)", file=err, flush=True)
+        records = tail(consumer, args.max_messages)
+        for event in filter_events(records, set(args.cluster), args.type, args.severity, Deduplicator()):
+            out.write((json.dumps(event, sort_keys=True) if args.json else format_line(event)) + "\n")
+            out.flush()
+    finally:
+        kafka_logger.setLevel(level)
     return 0
 
 
@@ -136,7 +307,8 @@ def add_parser(sub) -> None:
     alerts.add_argument("--type", action="append", default=[], help="only types starting with this (repeatable)")
     alerts.add_argument("--severity", choices=SEVERITIES, default="info", help="minimum severity")
     alerts.add_argument("--json", action="store_true", help="print each alert as one JSON line")
-    alerts.add_argument("--from-beginning", action="store_true", help="start at the oldest retained alert")
+    alerts.add_argument("--from-beginning", action="store_true",
+                        help="start at the oldest retained alert (default: only alerts that arrive from now on)")
     alerts.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS",
                         help="stop after this long without a new record")
     alerts.add_argument("--max-messages", type=int, default=None, help="stop after this many records")
