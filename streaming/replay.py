@@ -114,18 +114,36 @@ def _runs(entries: list, max_records: int, max_bytes: int) -> Iterable[list]:
         yield entries[start:end]
 
 
+def end_of_input(keyed: Sequence[tuple], max_future_skew_ms: int | None) -> int:
+    """The time the replay settles every cluster up to at the end: the latest record time a cluster's model
+    accepts, over all clusters (-1: none).
+
+    `keyed` is in time order, `(time_ms, ..., cluster, ...)` with the cluster at index 4. A record more than
+    `max_future_skew_ms` ahead of its cluster's latest accepted one is refused by the model
+    (`TIME_TOO_FAR_AHEAD`), so its time does not count: a refused record changes nothing but its dead
+    letter, as in `run`, whose watermark never runs ahead of the wall clock. Cost: O(records).
+    """
+    latest: dict[str, int] = {}
+    for item in keyed:
+        at, cluster = item[0], item[4]
+        previous = latest.get(cluster)
+        if previous is None or max_future_skew_ms is None or at <= previous + max_future_skew_ms:
+            latest[cluster] = at if previous is None else max(previous, at)
+    return max(latest.values(), default=-1)
+
+
 def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards: int = 1,
-                bytes_per_file: int = 1 << 62) -> int:
+                bytes_per_file: int = 1 << 62, max_future_skew_ms: int | None = None) -> int:
     """Merge the inputs into time-ordered, routed, packed spool files; return the record count.
 
     A spool file holds at most `records_per_file` records and `bytes_per_file` bytes of record text
     (UTF-8), a longer record alone. A spool line is `base64(cluster) \t shard \t first seq \t packed
     entries` (`streaming.packed`), one per (cluster, shard) and run of at most `PACK_SIZE` records and
     about `PACK_BYTES` of text of one spool file; an entry is `[seq, file index, line, text]`. After
-    the records, one end-of-input marker per cluster and shard: the entry `[seq, HORIZON_PART, horizon_ms, ""]`.
+    the records, one end-of-input marker per cluster and shard: the entry `[seq, HORIZON_PART, horizon_ms, ""]`
+    (see `end_of_input`).
     """
     keyed: list[tuple[int, int, int, str, str, Sequence[int], int]] = []
-    horizon = -1
     for index, name in enumerate(files):
         last = -1
         with open(name, encoding="utf-8", errors="surrogateescape", newline="\n") as handle:
@@ -144,7 +162,6 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards
                 at = _time_ms(pairs, text)
                 if at is None:
                     at = last
-                horizon = max(horizon, at)
                 last = at
                 cluster, targets = route(pairs, shards)
                 if invalid:  # an INVALID_ENCODING dead letter, not a record (stateful.INVALID_UTF8)
@@ -180,6 +197,7 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards
         write(groups)
     log.info("replay: %d records in %d micro-batches (at most %d records and %d bytes each)", len(keyed),
              len(bounds), records_per_file, bytes_per_file)
+    horizon = end_of_input(keyed, max_future_skew_ms)
     if clusters and horizon >= 0:
         seq = len(keyed)
         write({(cluster, shard): [(seq, HORIZON_PART, horizon, "")]
@@ -238,7 +256,8 @@ def run_replay(spark: SparkSession, settings: EngineSettings, events: Sequence[s
     summary = ReplaySummary()
     try:
         summary.records = write_spool(files, work / "spool", settings.replay_records_per_trigger,
-                                      settings.shards_per_cluster, settings.replay_bytes_per_trigger)
+                                      settings.shards_per_cluster, settings.replay_bytes_per_trigger,
+                                      settings.model.max_future_skew_ms)
         lines = spark.readStream.format("text").option("maxFilesPerTrigger", 1).load(str(work / "spool"))
         parts = F.split(F.col("value"), "\t", 4)
         rows = lines.select(

@@ -132,6 +132,24 @@ def test_the_end_of_a_replay_reports_a_delay_that_ended_after_a_cluster_went_qui
         [("bk0:3181", format_time(_t(40)), "expired")]
 
 
+def test_a_record_refused_as_too_far_ahead_does_not_move_the_end_of_the_replay(spark, tmp_path):
+    """A bookie lost 10 s before the recording ends stays pending; a far-future line adds only its dead letter."""
+    records = [*[{"type": "bookie_writable", "cluster": "c1", "time": _t(0), "bookie": f"bk{i}:3181",
+                  "location": f"/rack{i % 3}"} for i in range(6)],
+               {"type": "bookie_lost", "cluster": "c1", "time": _t(10), "bookie": "bk0:3181"},
+               {"type": "ledger_create", "cluster": "c1", "time": _t(20), "request_id": "r1",
+                "ensemble_size": 3, "write_quorum": 3, "ack_quorum": 2}]
+    far = {"type": "bookie_lost", "cluster": "c1", "time": _t(3 * 86_400), "bookie": "bk1:3181"}
+    plain, refused = tmp_path / "plain.jsonl", tmp_path / "far.jsonl"
+    plain.write_text(_lines(records))
+    refused.write_text(_lines([*records, far]))
+    runs = [_outputs(_replay(spark, tmp_path, [source], source.stem, networkTopologyStabilizePeriodSeconds=30)[0])
+            for source in (plain, refused)]
+    assert runs[1][:2] == runs[0][:2]           # the same decisions and alerts: nothing expired at the far time
+    assert [letter["code"] for letter in runs[1][2]] == ["TIME_TOO_FAR_AHEAD"]
+    assert not [a for a in runs[0][1] if a["type"] == "placement.bookie.departure_pending.resolved"]
+
+
 def test_cli_replay_writes_the_contract_layout(spark, tmp_path, capsys):
     source = tmp_path / "e.jsonl"
     source.write_text(_lines(SMALL[:10]))
