@@ -179,9 +179,11 @@ def kafka_records(spark: SparkSession, settings: EngineSettings) -> DataFrame:
         reader = reader.format("kafka").option("kafka.bootstrap.servers", settings.bootstrap_servers)
     else:
         reader = reader.format("placement-kafka").option("kafka.bootstrap.servers", settings.bootstrap_servers) \
-            .option("endOffsetProbe", settings.end_offset_probe)
+            .option("endOffsetProbe", settings.end_offset_probe) \
+            .option("unreachableTimeoutSeconds", str(settings.unreachable_timeout_seconds))
         if settings.consumer_group:
             reader = reader.option("commitGroup", settings.consumer_group)
+    reader = reader.option("failOnDataLoss", "true" if settings.fail_on_data_loss else "false")
     reader = reader.option("subscribe", ",".join(topics)).option("startingOffsets", settings.starting_offsets)
     if settings.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))

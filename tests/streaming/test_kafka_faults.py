@@ -376,3 +376,16 @@ def test_the_watch_warns_once_per_outage_and_raises_past_the_timeout(caplog):
                                                          r"\(last error: Local: Timed out\)"):
             watch.check()
     assert [level for level, _ in outage_lines(caplog)] == [logging.WARNING, logging.INFO, logging.WARNING]
+
+
+@pytest.mark.parametrize(("loss", "timeout"), [("true", "300"), ("false", "7")])
+def test_the_job_hands_its_data_loss_and_outage_settings_to_the_source(spark, loss, timeout):
+    """`run` reads Kafka through `kafka_records`: the engine keys must reach the source's options."""
+    from streaming.job import kafka_records
+    from streaming.settings import engine_settings
+
+    settings = engine_settings({"engine.kafka.bootstrapServers": "127.0.0.1:1", "engine.kafka.failOnDataLoss": loss,
+                                "engine.kafka.unreachableTimeoutSeconds": timeout})
+    plan = kafka_records(spark, settings)._jdf.queryExecution().logical().toString()
+    assert f"failOnDataLoss={loss}" in plan
+    assert f"unreachableTimeoutSeconds={timeout}" in plan
