@@ -4,6 +4,11 @@ The scenario (one seeded generator, so the same seed gives the same input): thre
 racks with four bookies each, disk reports that drift, a bookie that flaps, a rack that goes down and
 comes back, bookies switching to read-only and back, a rack change, thousands of ledger creates,
 bookie replaces and ensemble checks, and a few malformed records that must land in the dead letters.
+
+Everything stays in one folder (`--out`, else a new temporary one that is kept): the input, the outputs
+as `replay` writes them, and the configuration (`demo.properties`) with which `replay` reproduces them.
+The summary separates the adherence of the ensembles the engine placed from that of the existing
+ensembles it was asked to check.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import random
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from events import format_time
@@ -135,28 +141,94 @@ def _progress(update: dict, stream=None) -> None:
     stream.flush()
 
 
-def print_summary(summary: dict, out: Path) -> None:
+CONF_FILE = "demo.properties"
+"""The demo's whole configuration, written beside `input/` so `replay` can run the same input again."""
+
+REQUEST_TYPES = ("ledger_create", "bookie_replace", "ensemble_check")
+ADHERENCE_MEANING = {
+    "MEETS_STRICT": "meets the placement rule",
+    "MEETS_SOFT": "meets the minimum spread, not the desired one",
+    "FAIL": "breaks the placement rule",
+}
+"""What each `adherence` answer means, in the words of the summary."""
+
+
+def write_conf(conf: dict[str, str], path: Path) -> None:
+    """`conf` as a properties file `replay --conf` reads back to the same mapping."""
+    lines = ["# placement-engine demo configuration: the demo's defaults, then --conf and --set",
+             *(f"{key}={conf[key]}" for key in sorted(conf))]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def decisions_by_request(out: Path) -> dict[str, Counter]:
+    """Per request type, the ok decisions' adherence answers and the total (`"total"`), from `out/decisions`.
+
+    Cost: O(decisions); dominated by parsing the JSON lines."""
+    counts: dict[str, Counter] = {}
+    for path in sorted((out / "decisions").glob("*.jsonl")):
+        with open(path, encoding="utf-8") as lines:
+            for line in lines:
+                decision = json.loads(line)
+                tally = counts.setdefault(str(decision.get("type")), Counter())
+                tally["total"] += 1
+                if decision.get("adherence"):
+                    tally[decision["adherence"]] += 1
+    return counts
+
+
+def _adherence_lines(title: str, tallies: list[Counter], meaning: dict[str, str]) -> list[str]:
+    merged = sum(tallies, Counter())
+    answers = [name for name in ADHERENCE_MEANING if merged[name]]
+    answers += sorted(name for name in merged if name not in ADHERENCE_MEANING and name != "total")
+    if not answers:
+        return []
+    return [f"    {title}:"] + [f"      {name:<13} {merged[name]:>6}  {meaning.get(name, '')}".rstrip()
+                                for name in answers]
+
+
+def print_summary(summary: dict, out: Path, kept: bool, conf_file: Path,
+                  by_request: dict[str, Counter] | None = None) -> None:
+    """The demo's result for people: what the counts mean, where the files are, how to replay them.
+
+    Args:
+        kept: whether `out` was named by `--out` (otherwise a new temporary folder, kept as well).
+        by_request: `decisions_by_request(out)`; read from `out` when not given.
+    """
+    by_request = by_request if by_request is not None else decisions_by_request(out)
     decisions = summary["decisions"]
     print()
     print(f"placement-engine demo: {summary['records']} records replayed in {summary['seconds']} s "
           f"({summary['records_per_second']} records/s, {summary['batches']} micro-batches)")
     print(f"  decisions: {decisions.get('total', 0)} "
-          f"({decisions.get('ok', 0)} ok, {decisions.get('failed', 0)} failed)")
-    for name, count in summary["adherence"].items():
-        print(f"    adherence {name:<13} {count}")
+          f"({decisions.get('ok', 0)} ok, {decisions.get('failed', 0)} failed), one per request")
+    requests = [name for name in REQUEST_TYPES if name in by_request]
+    requests += sorted(name for name in by_request if name not in REQUEST_TYPES)
+    print("    requests: " + ", ".join(f"{by_request[name]['total']} {name}" for name in requests))
+    placed = [by_request[name] for name in ("ledger_create", "bookie_replace") if name in by_request]
+    for line in _adherence_lines("adherence of the ensembles it placed (ledger_create, bookie_replace)", placed,
+                                 {**ADHERENCE_MEANING, "FAIL": "placed against the rule: too few racks usable"}):
+        print(line)
+    checked = [by_request["ensemble_check"]] if "ensemble_check" in by_request else []
+    for line in _adherence_lines("adherence of existing ensembles it was asked to check (ensemble_check)", checked,
+                                 {**ADHERENCE_MEANING, "FAIL": "breaks the rule, e.g. all in one rack"}):
+        print(line)
     for name, count in summary["errors"].items():
-        print(f"    error {name:<17} {count}")
+        print(f"    failed with {name:<17} {count}")
     alerts = summary["alerts"]
     print(f"  alerts: {alerts.get('total', 0)}")
     for name, count in alerts.items():
         if name != "total":
-            print(f"    {name:<40} {count}")
+            print(f"    {name:<44} {count}")
     dead = summary["dead_letters"]
-    print(f"  dead letters: {dead.get('total', 0)}")
+    print(f"  dead letters (input records that are not valid events or requests): {dead.get('total', 0)}")
     for name, count in dead.items():
         if name != "total":
-            print(f"    {name:<40} {count}")
-    print(f"  outputs in {out}/decisions, {out}/alerts, {out}/dead-letters; summary in {out}/summary.json")
+            print(f"    {name:<44} {count}")
+    where = "" if kept else " (a new temporary folder; it is not deleted: remove it when done)"
+    print(f"  files in {out}{where}: input/, decisions/, alerts/, dead-letters/, summary.json, {CONF_FILE}")
+    print(f"  same input again: placement-engine replay --conf {conf_file} --events {out / 'input'} "
+          f"--out {out / 'replay'}")
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -171,11 +243,13 @@ def run_demo(args: argparse.Namespace) -> int:
     started = time.monotonic()
     records = generate(args.requests, args.seed)
     write_input(records, out / "input" / "events.jsonl")
+    conf_file = out / CONF_FILE
+    write_conf(conf, conf_file)
     print(f"placement-engine demo: {len(records)} records for cluster '{CLUSTER}' "
           f"({len(REGIONS)} regions x {RACKS_PER_REGION} racks x {BOOKIES_PER_RACK} bookies), "
           f"policy {settings.configured_policy}; starting local Spark...", file=sys.stderr)
     spark = engine_session(settings, "placement-engine-demo")
     summary = run_replay(spark, settings, [out / "input"], out, progress=_progress)
-    print_summary(summary, out)
+    print_summary(summary, out, kept=bool(args.out), conf_file=conf_file)
     print(f"  total wall time {time.monotonic() - started:.1f} s")
     return 0
