@@ -87,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="generate a synthetic cluster and traffic, replay it, print a summary")
     demo.add_argument("--conf", default=None, help="properties file whose keys override the demo's "
                       "(rack-aware, 2 racks enforced, disk weights, 30 s stabilization)")
-    demo.add_argument("--out", default=None, metavar="DIR", help="keep the generated input and outputs here")
+    demo.add_argument("--out", default=None, metavar="DIR", help="write the input, outputs and demo.properties "
+                      "here (default: a new temporary folder, also kept)")
     demo.add_argument("--requests", type=int, default=5000,
                       help="number of requests (ledger creates, replaces and checks)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the generated scenario")
