@@ -31,14 +31,15 @@ UNREACHABLE_CODES = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DO
 
 
 class BrokerUnreachableError(KafkaReadError):
-    """No Kafka broker answered for longer than ``unreachableTimeoutSeconds``."""
+    """No Kafka broker answered for longer than ``unreachableTimeoutSeconds`` (the source) or than the
+    producer's ``message.timeout.ms`` (the sink; ``option`` names the setting to raise)."""
 
-    def __init__(self, bootstrap: str, seconds: float, last_error: str):
+    def __init__(self, bootstrap: str, seconds: float, last_error: str, option: str = "unreachableTimeoutSeconds"):
         self.bootstrap = bootstrap
         super().__init__(
             f"the Kafka brokers {bootstrap} have been unreachable for {seconds:.0f} s (last error: {last_error}); "
             "the query stops. Check that the brokers run and that this host can reach them, then restart: the "
-            "query goes on from its checkpoint. To wait longer, raise unreachableTimeoutSeconds "
+            f"query goes on from its checkpoint. To wait longer, raise {option} "
             "(engine.kafka.unreachableTimeoutSeconds)"
         )
 
@@ -78,14 +79,21 @@ class BrokerWatch:
         bootstrap: the broker list, as configured (named in every line and in the error).
         timeout_s: how long the brokers may stay unreachable before :meth:`on_failure` raises.
         clock: monotonic seconds (injected by tests).
+        option: the setting that bounds the outage, named in the error.
     """
 
-    def __init__(self, bootstrap: str, timeout_s: float, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, bootstrap: str, timeout_s: float, clock: Callable[[], float] = time.monotonic,
+                 option: str = "unreachableTimeoutSeconds"):
         self._bootstrap = bootstrap
         self._timeout_s = timeout_s
         self._clock = clock
+        self._option = option
         self._down_since: float | None = None
         self._last_error = ""
+
+    @property
+    def bootstrap(self) -> str:
+        return self._bootstrap
 
     @property
     def is_down(self) -> bool:
@@ -111,7 +119,18 @@ class BrokerWatch:
             BrokerUnreachableError: they have, for longer than ``timeout_s``.
         """
         if self._down_since is not None and self._clock() - self._down_since >= self._timeout_s:
-            raise BrokerUnreachableError(self._bootstrap, self._clock() - self._down_since, self._last_error)
+            raise self.unreachable_error()
+
+    def unreachable_error(self) -> BrokerUnreachableError:
+        """The error for the outage in progress: the brokers, how long they have been away, the last error."""
+        seconds = 0.0 if self._down_since is None else self._clock() - self._down_since
+        return BrokerUnreachableError(self._bootstrap, seconds, self._last_error, self._option)
+
+    def note(self, error: str) -> None:
+        """Keep ``error`` as the last error of the outage in progress (a failed connection attempt, say);
+        outside an outage, nothing."""
+        if self._down_since is not None:
+            self._last_error = error
 
     def on_success(self) -> None:
         """A call was answered: log the recovery if the brokers were unreachable."""
