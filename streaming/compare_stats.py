@@ -140,9 +140,9 @@ def constraint_key(decision: Mapping[str, Any]) -> tuple[str, str]:
     explain = decision.get("explain") or {}
     code = str(error.get("code") or "UNKNOWN")
     text = str(explain.get("constraint") or error.get("message") or code)
-    if code == "INVALID_REQUEST":
-        reason = explain.get("dead_letter")
-        return (f"{code}: {reason}" if reason else code), text
+    reason = explain.get("dead_letter")
+    if reason:
+        return f"{code}: {reason}", text
     key = _key_named(text) or _key_named(str(error.get("message") or ""))
     if key is None:
         key = ELIGIBLE_BOOKIES if code == "NOT_ENOUGH_BOOKIES" else code

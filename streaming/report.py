@@ -33,6 +33,7 @@ body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; max-width
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 1.6em; } h3 { font-size: 1.05em; }
 table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+td { overflow-wrap: anywhere; }
 th { background: #f0f0f0; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.group th { background: #e4e9f2; }
 img { max-width: 100%; display: block; margin: 0.6em 0; }
