@@ -1,4 +1,5 @@
-"""`placement-engine`: run (Kafka in, Kafka out), replay (files in, folders out), demo, alerts, check-conf.
+"""`placement-engine`: run (Kafka in, Kafka out), replay (files in, folders out), demo, alerts, check-conf,
+compare.
 
 Configuration problems stop the command before Spark starts, with one line naming the key
 (exit code 2); they never surface as a Spark stack trace.
@@ -101,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .check_conf import add_parser as add_check_conf_parser
 
     add_check_conf_parser(sub)
+    from .compare import add_parser as add_compare_parser
+
+    add_compare_parser(sub)
     return parser
 
 

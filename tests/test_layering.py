@@ -29,6 +29,7 @@ IMPORT_ROOT_OF_DISTRIBUTION = {
     "kafka-python": "kafka",
     "orjson": "orjson",
     "numpy": "numpy",
+    "matplotlib": "matplotlib",
 }
 
 
