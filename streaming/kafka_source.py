@@ -13,7 +13,9 @@ Spark's own ``format("kafka")`` needs the spark-sql-kafka jar, which this projec
 tansu quirk (facts §4 quirk 1): ListOffsets reports "base offset of the last record batch + 1" as the high
 watermark. With ``endOffsetProbe=fetch`` (default) the driver fetches from that offset and takes the end from the
 fetch response (end-of-partition), which is correct on tansu and on Apache Kafka; ``endOffsetProbe=list`` trusts
-ListOffsets (fine for real Kafka, and cheaper).
+ListOffsets (fine for real Kafka, and cheaper). A ``list`` probe on a broker whose ListOffsets is wrong would stop
+short of the records silently, so the reader checks what it is told (:meth:`KafkaStreamReader._check_listed_ends`)
+and stops with :class:`ListOffsetsError` when a fetch finds records past a listed end.
 
 Output schema: ``streaming.schemas.KAFKA_SOURCE_DDL``, delivered as ``KAFKA_SOURCE_ARROW_SCHEMA`` batches.
 """
@@ -35,6 +37,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from .kafka_health import UNREACHABLE_CODES, BrokerWatch, client_logging, log_in_spark_worker
 from .kafka_options import (
     EARLIEST,
     LATEST,
@@ -49,7 +52,6 @@ from .kafka_options import (
     offset_key,
     parse_offset_key,
 )
-from .kafka_health import UNREACHABLE_CODES, BrokerWatch, client_logging, log_in_spark_worker
 from .kafka_sink import KafkaStreamWriter
 from .schemas import KAFKA_SOURCE_ARROW_SCHEMA, KAFKA_SOURCE_DDL
 from .worker_gc import tune_worker_gc
@@ -66,6 +68,30 @@ _MAX_CONSUME_CHUNK = 1_000
 _CONSUME_WAIT_S = 0.5
 # How long one driver metadata call waits for an answer before it counts as unanswered and is retried.
 _BROKER_ATTEMPT_S = 5.0
+# endOffsetProbe=list: a partition's new listed end is checked at most this often, unless the query has read up to it.
+_LIST_CHECK_INTERVAL_S = 10.0
+
+
+class ListOffsetsError(KafkaReadError):
+    """``endOffsetProbe=list``: the broker's ListOffsets names an end before records a fetch returns.
+
+    Reading on would stop short of those records for good, and the engine would decide on a partial view.
+
+    Args:
+        stalled: ``(partition key, listed end, offset of a record found at or past it, the fetch's end)``.
+        bootstrap: the brokers asked.
+    """
+
+    def __init__(self, stalled: tuple[tuple[str, int, int, int], ...], bootstrap: str):
+        self.stalled = stalled
+        where = "; ".join(f"{key}: ListOffsets says the partition ends at offset {listed}, but a fetch from there "
+                          f"returned offset {found} (the fetch reports the end at {fetched})"
+                          for key, listed, found, fetched in stalled)
+        super().__init__(
+            f"endOffsetProbe=list cannot be used with the brokers {bootstrap}: their ListOffsets answer is wrong "
+            f"({where}); the query would stop reading short of these records. Set endOffsetProbe=fetch "
+            "(engine.kafka.endOffsetProbe=fetch, the default) and restart: the query goes on from its checkpoint"
+        )
 
 
 # ----------------------------------------------------------------------------------------------- planning
@@ -120,6 +146,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_committed: dict[str, int] = {}
         self._vanished: set[str] = set()  # partitions read before, gone now, already warned about
         self._resets: dict[str, int] = {}  # partitions the planned batch moves to a new beginning, unread
+        self._list_checked: dict[str, tuple[int, float]] = {}  # endOffsetProbe=list: key -> (listed end, when)
         self._watch = BrokerWatch(self._settings.bootstrap_servers, self._settings.unreachable_timeout_s)
 
     # Only the settings travel to executors (STYLE R10); clients are process-local.
@@ -143,7 +170,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._admin = Consumer(self._settings.consumer_conf(**{"fetch.wait.max.ms": 10}, **client_logging()))
         return self._admin
 
-    def _ask_broker(self, call):  # noqa: ANN001, ANN202 - call(timeout_s) -> any broker answer
+    def _ask_broker(self, call):  # noqa: ANN001 - call(timeout_s) -> any broker answer
         """``call(timeout_s)``, retried while no broker answers (driver).
 
         The first unanswered call logs a WARNING, the first answer after it an INFO line (:class:`BrokerWatch`).
@@ -202,8 +229,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         consumer = self._metadata_consumer()
         out = {}
         for topic, partition in partitions:
+            tp = TopicPartition(topic, partition)
             try:
-                low, high = self._ask_broker(lambda timeout_s, tp=TopicPartition(topic, partition):
+                low, high = self._ask_broker(lambda timeout_s, tp=tp:
                                              consumer.get_watermark_offsets(tp, timeout=timeout_s, cached=False))
             except KafkaException as exc:
                 raise KafkaReadError(f"could not list offsets of {topic} partition {partition}: {exc}") from exc
@@ -329,6 +357,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._commit_processed(start)  # after the brokers answered: a commit to none would block
         self._last_available = {key: end for key, (_low, end) in available.items()}
         self._resets = self._check_offsets(start, available)
+        if self._settings.end_offset_probe == "list":
+            self._check_listed_ends(start, available)
         lags = {}
         for key, (low, end) in available.items():
             if key in self._resets:
@@ -395,6 +425,72 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._vanished.discard(key)
             self._last_committed.pop(key, None)  # let the commit group follow the partition back
         return resets
+
+    def _check_listed_ends(self, start: Mapping[str, int], available: Mapping[str, tuple[int, int]]) -> None:
+        """``endOffsetProbe=list``: make sure no record lies past a listed end (driver, per trigger).
+
+        A partition's listed end is checked by a fetch from it when it is new to this reader, when the query
+        has read up to it (it would otherwise wait there), and otherwise at most every
+        ``_LIST_CHECK_INTERVAL_S`` while it moves. A record at or past the listed end is expected only when
+        it was appended since: a fresh ListOffsets then lists it. When it does not, ListOffsets is wrong (tansu
+        lists the last record batch's base offset + 1), and the query stops.
+
+        Raises:
+            ListOffsetsError: a fetch returned a record at or past the end that ListOffsets still lists.
+
+        Cost: one fetch per checked partition; on a correct broker, none for a partition whose listed end has
+        not moved since its last check.
+        """
+        now = time.monotonic()
+        to_check = {}
+        for key, (low, end) in available.items():
+            checked = self._list_checked.get(key)
+            if end <= low or key in self._resets or (checked is not None and checked[0] == end):
+                continue
+            if checked is None or start.get(key, low) >= end or now - checked[1] >= _LIST_CHECK_INTERVAL_S:
+                to_check[key] = end
+        if not to_check:
+            return
+        found = self._records_at(to_check)
+        stalled = []
+        for key, (offset, fetched_end) in sorted(found.items()):
+            _low, listed_now = self._watermarks([parse_offset_key(key)])[key]
+            if listed_now <= offset:
+                stalled.append((key, to_check[key], offset, fetched_end))
+        if stalled:
+            for key, listed, offset, fetched_end in stalled:
+                logger.error("endOffsetProbe=list: %s is listed to end at offset %d, but a fetch returned offset "
+                             "%d (end %d): the broker's ListOffsets is wrong; set engine.kafka.endOffsetProbe=fetch",
+                             key, listed, offset, fetched_end)
+            raise ListOffsetsError(tuple(stalled), self._settings.bootstrap_servers)
+        for key, end in to_check.items():
+            self._list_checked[key] = (end, now)
+
+    def _records_at(self, fetch_from: dict[str, int]) -> dict[str, tuple[int, int]]:
+        """Fetch each partition from the given offset: ``key -> (offset of the first record returned, the
+        end the fetch response reports)`` for partitions that hold a record there; partitions that reach their
+        end, or do not answer within ``_BROKER_ATTEMPT_S``, are left out."""
+        consumer = self._metadata_consumer()
+        consumer.assign([TopicPartition(*parse_offset_key(k), off) for k, off in sorted(fetch_from.items())])
+        found: dict[str, tuple[int, int]] = {}
+        settled: set[str] = set()
+        deadline = time.monotonic() + _BROKER_ATTEMPT_S
+        try:
+            while len(settled) < len(fetch_from) and time.monotonic() < deadline:
+                msg = consumer.poll(0.1)
+                if msg is None:
+                    continue
+                key = offset_key(msg.topic(), msg.partition())
+                if key not in fetch_from or key in settled or msg.offset() < fetch_from[key]:
+                    continue
+                settled.add(key)
+                if msg.error() is None:
+                    _low, fetched_end = consumer.get_watermark_offsets(TopicPartition(msg.topic(), msg.partition()),
+                                                                       cached=True)
+                    found[key] = (msg.offset(), fetched_end)
+        finally:
+            consumer.unassign()
+        return found
 
     def reportLatestOffset(self) -> dict | None:
         """The newest end offsets seen by the last :meth:`latestOffset` (for query progress; no broker call)."""

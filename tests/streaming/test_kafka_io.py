@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from streaming.kafka_options import KafkaOptionError, KafkaSinkSettings, KafkaSourceSettings, offset_key
-from streaming.kafka_source import KafkaStreamReader, share_limit
+from streaming.kafka_source import KafkaStreamReader, ListOffsetsError, share_limit
 from streaming.schemas import KAFKA_SOURCE_ARROW_SCHEMA, KAFKA_SOURCE_DDL
 from tests.kafka_broker import consume_all, create_topic, produce_records, unique_topic_name
 
@@ -319,3 +319,47 @@ def test_planned_ends_are_readable_while_a_producer_appends_and_reach_the_log_en
     assert len(ranges) > 2, "the producer should still have been writing while batches were planned"
     assert end == {offset_key(topic, p): n for p, n in delivered.items()}
     assert {p: list(o) for p, o in offsets.items()} == {p: list(range(n)) for p, n in delivered.items()}
+
+
+def _list_reader(bootstrap: str, topic: str) -> KafkaStreamReader:
+    return KafkaStreamReader(KafkaSourceSettings.from_options(
+        {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "startingOffsets": "earliest",
+         "endOffsetProbe": "list"}))
+
+
+def test_list_probe_on_a_broker_whose_list_offsets_is_wrong_stops_before_reading_a_partial_view(kafka_bootstrap,
+                                                                                               kafka_topic):
+    """tansu lists a partition's end as its last record batch's base offset + 1: 100 records in one batch are
+    listed as 1. Trusting that would read one record and wait there forever; the reader stops instead, naming
+    the partition and the fix, before it plans anything."""
+    topic = kafka_topic(partitions=2)
+    produce_records(kafka_bootstrap, topic, [f"v{i}" for i in range(100)], partition=1)
+    reader = _list_reader(kafka_bootstrap, topic)
+    try:
+        start = reader.initialOffset()
+        with pytest.raises(ListOffsetsError) as failure:
+            reader.latestOffset(start, ReadAllAvailable())
+    finally:
+        reader.stop()
+    message = str(failure.value)
+    assert failure.value.stalled == ((offset_key(topic, 1), 1, 1, 100),)
+    assert f"{topic}:1" in message and "endOffsetProbe=fetch" in message and "engine.kafka.endOffsetProbe" in message
+
+
+def test_list_probe_on_correct_list_offsets_reads_to_the_end_without_a_false_alarm(kafka_bootstrap, kafka_topic):
+    """Records sent one batch at a time are listed right even by tansu: the checks find nothing past the ends,
+    while the query is behind, once it has caught up, and after more records arrive."""
+    topic = kafka_topic(partitions=1)
+    for i in range(3):
+        produce_records(kafka_bootstrap, topic, [f"v{i}"], partition=0)
+    reader = _list_reader(kafka_bootstrap, topic)
+    key = offset_key(topic, 0)
+    try:
+        start = reader.initialOffset()
+        end = reader.latestOffset(start, ReadAllAvailable())
+        assert end == {key: 3}
+        assert reader.latestOffset(end, ReadAllAvailable()) == {key: 3}   # caught up: the end is checked
+        produce_records(kafka_bootstrap, topic, ["v3"], partition=0)
+        assert reader.latestOffset(end, ReadAllAvailable()) == {key: 4}
+    finally:
+        reader.stop()
