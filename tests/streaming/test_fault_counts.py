@@ -1,0 +1,474 @@
+"""Faults against `placement-engine run`, counted: requests sent, decisions received, missing, duplicates and
+mismatches against a `replay` of the same input.
+
+Every test sends the same known input (:data:`SCENARIO`): bookies joining two clusters on the events topic,
+then ledger creates and ensemble checks on the requests topic, one partition each, so the job reads them in
+the order the replay does (time order). The replay's decisions, keyed by `request_id`, are the reference
+(:func:`replay_decisions`, once per module). Each test injects its fault into a running job, collects the
+decisions topic, and asserts on one :class:`Counts`: nothing missing, nothing decided differently, and
+duplicates (at-least-once) identical to the first copy, `id` included.
+
+The job runs as a `placement-engine run` subprocess (:class:`EngineRun`) in its own process group, with a
+properties file, so the test can kill its driver, its JVM or one of its Python workers and read its log.
+Progress is read from the checkpoint (`offsets/N` written when batch N is planned, `commits/N` when it is
+done) and from the decisions topic; every wait polls a condition with a deadline, never a sleep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from events import format_time
+from streaming.replay import run_replay
+from streaming.settings import engine_settings
+from tests.kafka_broker import TansuBroker, create_topic, external_bootstrap, produce_records, unique_topic_name
+from tests.streaming.test_kafka_faults import Forwarder, _free_port
+
+T0 = 1_790_000_000_000
+CLUSTERS = ("c1", "c2")
+REQUESTS = 480
+"""Requests sent in every test: enough for several micro-batches of :data:`PER_TRIGGER` records."""
+PER_TRIGGER = 120
+
+# Guards against a hung job only (a healthy step takes seconds); never used to assert on speed.
+START_GUARD_S = 90
+STEP_GUARD_S = 60
+STOP_GUARD_S = 30
+
+
+def _iso(seconds: float) -> str:
+    return format_time(T0 + int(seconds * 1000))
+
+
+def _scenario() -> tuple[list[dict], list[dict]]:
+    events = [{"type": "bookie_writable", "cluster": cluster, "time": _iso(0), "bookie": f"bk{i}:3181",
+               "location": f"/rack{i % 3}"} for cluster in CLUSTERS for i in range(6)]
+    requests = []
+    for n in range(REQUESTS):
+        cluster = CLUSTERS[n % len(CLUSTERS)]
+        time_s = 10 + n * 0.01
+        if n % 10 == 9:   # a check of an ensemble on one rack: FAIL, with an alert
+            requests.append({"type": "ensemble_check", "cluster": cluster, "time": _iso(time_s),
+                             "request_id": f"r{n}", "ledger_id": 100_000 + n, "ensemble": ["bk0:3181", "bk3:3181"],
+                             "write_quorum": 2, "ack_quorum": 2})
+        else:
+            requests.append({"type": "ledger_create", "cluster": cluster, "time": _iso(time_s),
+                             "request_id": f"r{n}", "ledger_id": n, "ensemble_size": 3, "write_quorum": 3,
+                             "ack_quorum": 2})
+    return events, requests
+
+
+SCENARIO = _scenario()
+BASE_CONF = {"ensemblePlacementPolicy": "rackaware", "minNumRacksPerWriteQuorum": "2", "engine.seed": "11"}
+
+
+# ------------------------------------------------------------------------------------------------- counting
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What one fault test observed on the decisions topic, against the replay's decisions."""
+
+    sent: int
+    received: int
+    missing: int
+    duplicates: int
+    differing_duplicates: int
+    mismatches: int
+
+    def __str__(self) -> str:
+        return (f"sent={self.sent} received={self.received} missing={self.missing} duplicates={self.duplicates} "
+                f"differing_duplicates={self.differing_duplicates} mismatches={self.mismatches}")
+
+
+def count_decisions(expected: dict[str, dict], received: list[dict]) -> Counts:
+    """Compare the decisions read from the topic with the reference, by `request_id`.
+
+    A duplicate is a second record for a request; it differs when any field (the `id` included) differs from
+    the first. A mismatch is a request whose first decision differs from the reference, or one the
+    reference does not know.
+    """
+    first: dict[str, dict] = {}
+    differing: set[str] = set()
+    for decision in received:
+        earlier = first.setdefault(decision["request_id"], decision)
+        if earlier != decision:
+            differing.add(decision["request_id"])
+    mismatches = sum(1 for request_id, decision in first.items() if expected.get(request_id) != decision)
+    return Counts(sent=len(expected), received=len(received), missing=len(expected.keys() - first.keys()),
+                  duplicates=len(received) - len(first), differing_duplicates=len(differing),
+                  mismatches=mismatches)
+
+
+def assert_counts(counts: Counts) -> None:
+    """Every request decided, as the replay decides it; duplicates identical."""
+    assert (counts.missing, counts.mismatches, counts.differing_duplicates) == (0, 0, 0), str(counts)
+
+
+@pytest.fixture(scope="module")
+def replay_decisions(spark, tmp_path_factory) -> dict[str, dict]:
+    """The replay's decisions of :data:`SCENARIO`, by request id: what every fault test must get."""
+    work = tmp_path_factory.mktemp("fault-replay")
+    source = work / "input.jsonl"
+    events, requests = SCENARIO
+    source.write_text("".join(json.dumps(r) + "\n" for r in events + requests), encoding="utf-8")
+    run_replay(spark, engine_settings(BASE_CONF), [source], work / "out")
+    decisions = [json.loads(line) for path in sorted((work / "out" / "decisions").glob("*.jsonl"))
+                 for line in path.read_text(encoding="utf-8").splitlines()]
+    by_request = {d["request_id"]: d for d in decisions}
+    assert len(by_request) == len(decisions) == REQUESTS
+    return by_request
+
+
+# ----------------------------------------------------------------------------------- the job and its inputs
+
+
+class DecisionsReader:
+    """Reads the decisions topic in a background thread as the job writes it (an assigned consumer)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic_name("counts"),
+                                   "enable.auto.commit": False, "reconnect.backoff.max.ms": 500,
+                                   "logger": _Quiet()})
+        self._consumer.assign([TopicPartition(topic, p, 0) for p in range(2)])
+        self._lock = threading.Lock()
+        self._decisions: list[dict] = []
+        self._running = True
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        while self._running:
+            for msg in self._consumer.consume(num_messages=500, timeout=0.2):
+                if msg.error() is None:
+                    with self._lock:
+                        self._decisions.append(json.loads(msg.value()))
+                elif msg.error().code() not in (KafkaError._PARTITION_EOF, KafkaError._TRANSPORT):
+                    raise RuntimeError(f"reading decisions: {msg.error()}")
+
+    @property
+    def decisions(self) -> list[dict]:
+        with self._lock:
+            return list(self._decisions)
+
+    def distinct(self) -> int:
+        return len({d["request_id"] for d in self.decisions})
+
+    def close(self) -> None:
+        self._running = False
+        self._thread.join(timeout=STOP_GUARD_S)
+        self._consumer.close()
+
+
+class _Quiet:
+    """librdkafka's logger for the test's own consumer: its reconnection lines during an outage are noise."""
+
+    def log(self, level: int, fmt: str, *args: object) -> None:
+        pass
+
+
+@dataclass
+class Job:
+    """The topics and checkpoint of one test's job, and its properties file."""
+
+    bootstrap: str
+    topics: dict[str, str]
+    checkpoint: Path
+    properties: Path
+
+    @classmethod
+    def create(cls, bootstrap: str, tmp_path: Path, **extra: str) -> Job:
+        topics = {name: create_topic(bootstrap, unique_topic_name(f"faults-{name}"), partitions=partitions)
+                  for name, partitions in (("events", 1), ("requests", 1), ("decisions", 2), ("alerts", 1),
+                                           ("dead", 1))}
+        checkpoint = tmp_path / "checkpoint"
+        conf = {**BASE_CONF,
+                "engine.kafka.bootstrapServers": bootstrap,
+                "engine.kafka.eventsTopic": topics["events"],
+                "engine.kafka.requestsTopic": topics["requests"],
+                "engine.kafka.decisionsTopic": topics["decisions"],
+                "engine.kafka.alertsTopic": topics["alerts"],
+                "engine.kafka.deadLettersTopic": topics["dead"],
+                "engine.kafka.consumerGroup": "",
+                "engine.kafka.maxOffsetsPerTrigger": str(PER_TRIGGER),
+                "engine.checkpointLocation": str(checkpoint),
+                "engine.trigger.seconds": "0.5",
+                **extra}
+        properties = tmp_path / "run.properties"
+        properties.write_text("".join(f"{key}={value}\n" for key, value in conf.items()), encoding="utf-8")
+        return cls(bootstrap, topics, checkpoint, properties)
+
+    def send_events(self) -> None:
+        produce_records(self.bootstrap, self.topics["events"], [(r["cluster"], json.dumps(r)) for r in SCENARIO[0]])
+
+    def send_requests(self) -> None:
+        produce_records(self.bootstrap, self.topics["requests"],
+                        [(r["cluster"], json.dumps(r)) for r in SCENARIO[1]])
+
+    # The checkpoint's logs: batch N planned (offsets/N) and done (commits/N).
+    def _batches(self, log: str) -> set[int]:
+        folder = self.checkpoint / log
+        return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.is_dir() else set()
+
+    def committed(self) -> set[int]:
+        return self._batches("commits")
+
+    def in_progress(self) -> list[int]:
+        """Batches planned and not committed (at most one while the job runs)."""
+        return sorted(self._batches("offsets") - self._batches("commits"))
+
+    def read_by(self, batch: int, name: str) -> int | None:
+        """Where batch ``batch`` ends in topic ``name`` (one partition), from ``offsets/batch``; 0 before the
+        first batch, None while the file is being written."""
+        if batch < 0:
+            return 0
+        try:
+            ends = json.loads((self.checkpoint / "offsets" / str(batch)).read_text(encoding="utf-8")
+                              .splitlines()[-1])
+            return int(ends.get(f"{self.topics[name]}:0", 0))
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def events_read(self) -> bool:
+        """A committed batch has read every event."""
+        return any((self.read_by(batch, "events") or 0) >= len(SCENARIO[0]) for batch in self.committed())
+
+    def batch_of_requests(self) -> tuple[int, range] | None:
+        """The batch in progress, if it reads requests, and the requests (their offsets) it reads."""
+        progress = self.in_progress()
+        if not progress:
+            return None
+        batch = progress[-1]
+        start, end = self.read_by(batch - 1, "requests"), self.read_by(batch, "requests")
+        if start is None or end is None or end <= start:
+            return None
+        return batch, range(start, end)
+
+
+class EngineRun:
+    """`placement-engine run --conf FILE` in its own process group; its output is collected as it runs."""
+
+    def __init__(self, job: Job) -> None:
+        script = Path(sys.executable).with_name("placement-engine")
+        self.process = subprocess.Popen([str(script), "run", "--conf", str(job.properties)], stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self._lines: list[str] = []
+        self._reader = threading.Thread(target=lambda: self._lines.extend(self.process.stdout), daemon=True)
+        self._reader.start()
+
+    @property
+    def log(self) -> str:
+        return "".join(self._lines)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def descendants(self) -> list[int]:
+        """Every process below the job's driver (its JVM, the Python daemon, its workers), from /proc."""
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue   # the process ended while being read
+                children.setdefault(parent, []).append(int(entry.name))
+        found, todo = [], [self.process.pid]
+        while todo:
+            for child in children.get(todo.pop(), []):
+                found.append(child)
+                todo.append(child)
+        return found
+
+    def kill(self) -> None:
+        """SIGKILL the driver, its JVM and its Python workers at once (a crashed driver host)."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=STOP_GUARD_S)
+        wait_until(lambda: not _group_alive(self.process.pid), "the killed job's processes to end", STOP_GUARD_S)
+
+    def stop(self) -> int:
+        """SIGTERM (the job stops after its micro-batch) and wait; SIGKILL if it does not end."""
+        if self.alive():
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=STOP_GUARD_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=STOP_GUARD_S)
+        if _group_alive(self.process.pid):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self._reader.join(timeout=STOP_GUARD_S)
+        return self.process.returncode
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout_s: float,
+               run: EngineRun | None = None) -> None:
+    """Poll ``condition`` until it is true; fail naming ``what`` (and the job's log tail) at the deadline or
+    when the job ends."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if run is not None and not run.alive():
+            raise AssertionError(f"the job ended while waiting for {what}:\n{run.log[-4000:]}")
+        assert time.monotonic() < deadline, f"timed out after {timeout_s} s waiting for {what}" + (
+            f"\n{run.log[-4000:]}" if run is not None else "")
+        time.sleep(0.02)   # poll interval of the condition check
+
+
+@pytest.fixture
+def engine_runs() -> Iterator[list[EngineRun]]:
+    """Every job a test starts is stopped at its end, whatever happened."""
+    runs: list[EngineRun] = []
+    yield runs
+    for run in runs:
+        run.stop()
+
+
+def start_job(job: Job, runs: list[EngineRun]) -> EngineRun:
+    run = EngineRun(job)
+    runs.append(run)
+    return run
+
+
+def start_with_events(job: Job, runs: list[EngineRun]) -> EngineRun:
+    """Send the events, start the job, and send the requests once a batch has read every event: the job
+    then reads the requests after the whole topology, in time order, as the replay does."""
+    job.send_events()
+    run = start_job(job, runs)
+    wait_until(job.events_read, "a batch reading the events", START_GUARD_S, run)
+    job.send_requests()
+    return run
+
+
+def collect(job: Job, reader: DecisionsReader, run: EngineRun, expected: dict[str, dict]) -> Counts:
+    """Wait until every request has a decision (or the step guard passes), stop the job, count."""
+    wait_until(lambda: reader.distinct() >= len(expected), "a decision for every request", STEP_GUARD_S * 2, run)
+    run.stop()
+    return count_decisions(expected, reader.decisions)
+
+
+
+def _request_index(decision: dict) -> int:
+    return int(decision["request_id"][1:])   # "r<n>" is the n-th request, at offset n of its topic
+
+
+def wait_mid_batch(job: Job, run: EngineRun, reader: DecisionsReader) -> tuple[int, bool]:
+    """Wait for a batch of requests to be in progress, preferably one whose decisions are partly written
+    (caught while it writes them); the last batch of requests is taken as soon as it is planned.
+
+    Returns:
+        The batch and whether some of its decisions were already written.
+    """
+    found: list[tuple[int, bool]] = []
+
+    def caught() -> bool:
+        planned = job.batch_of_requests()
+        if planned is None:
+            return False
+        batch, requests = planned
+        partial = any(_request_index(d) in requests for d in reader.decisions)
+        if partial or requests.stop >= REQUESTS:
+            found.append((batch, partial))
+        return bool(found)
+
+    wait_until(caught, "a batch of requests in progress", STEP_GUARD_S, run)
+    return found[0]
+
+
+def test_kill_9_of_the_driver_mid_batch_then_a_restart_decides_every_request_once(
+        kafka_bootstrap, replay_decisions, tmp_path, engine_runs):
+    job = Job.create(kafka_bootstrap, tmp_path)
+    reader = DecisionsReader(kafka_bootstrap, job.topics["decisions"])
+    try:
+        run = start_with_events(job, engine_runs)
+        batch, partial = wait_mid_batch(job, run, reader)
+        run.kill()
+        assert batch not in job.committed(), "the kill came after the batch was committed"
+        before_kill = reader.distinct()
+        counts = collect(job, reader, start_job(job, engine_runs), replay_decisions)
+    finally:
+        reader.close()
+    print(f"kill -9 of the driver in batch {batch} ({'decisions partly written' if partial else 'planned'}, "
+          f"{before_kill} decided before): {counts}")
+    assert before_kill < REQUESTS
+    assert_counts(counts)
+
+
+def _cpu_ticks(pid: int) -> int:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return -1   # ended
+    return int(fields[11]) + int(fields[12])   # utime + stime
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def busy_python_worker(run: EngineRun) -> int | None:
+    """A Python worker of the job (a process forked by its `pyspark.daemon`) that is using the CPU now."""
+    workers = [pid for pid in run.descendants() if "pyspark.daemon" in _cmdline(pid)]
+    before = {pid: _cpu_ticks(pid) for pid in workers}
+    time.sleep(0.1)   # the sampling interval of the CPU counters, not a wait for a condition
+    busy = [(_cpu_ticks(pid) - ticks, pid) for pid, ticks in before.items() if ticks >= 0]
+    busy = [(delta, pid) for delta, pid in busy if delta > 0 and pid not in _daemons(workers)]
+    return max(busy)[1] if busy else None
+
+
+def _daemons(workers: list[int]) -> set[int]:
+    """The daemons among ``workers``: the ones whose parent is not a daemon process."""
+    def parent(pid: int) -> int:
+        try:
+            return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            return -1
+    return {pid for pid in workers if parent(pid) not in workers}
+
+
+def test_a_python_worker_killed_mid_task_is_retried_and_every_request_decided(
+        kafka_bootstrap, replay_decisions, tmp_path, engine_runs):
+    job = Job.create(kafka_bootstrap, tmp_path)
+    reader = DecisionsReader(kafka_bootstrap, job.topics["decisions"])
+    killed: list[tuple[int, int]] = []
+
+    def kill_a_busy_worker() -> bool:
+        planned = job.batch_of_requests()
+        worker = busy_python_worker(run) if planned is not None else None
+        if worker is None:
+            return False
+        os.kill(worker, signal.SIGKILL)
+        killed.append((planned[0], worker))
+        return True
+
+    try:
+        run = start_with_events(job, engine_runs)
+        wait_until(kill_a_busy_worker, "a busy Python worker in a batch of requests", STEP_GUARD_S, run)
+        counts = collect(job, reader, run, replay_decisions)
+    finally:
+        reader.close()
+    print(f"Python worker {killed[0][1]} killed in batch {killed[0][0]}: {counts}")
+    assert_counts(counts)
