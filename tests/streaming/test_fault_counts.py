@@ -23,7 +23,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,14 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from events import format_time
 from streaming.replay import run_replay
 from streaming.settings import engine_settings
-from tests.kafka_broker import TansuBroker, create_topic, external_bootstrap, produce_records, unique_topic_name
+from tests.kafka_broker import (
+    TansuBroker,
+    consume_all,
+    create_topic,
+    external_bootstrap,
+    produce_records,
+    unique_topic_name,
+)
 from tests.streaming.test_kafka_faults import Forwarder, _free_port
 
 T0 = 1_790_000_000_000
@@ -470,5 +476,82 @@ def test_a_python_worker_killed_mid_task_is_retried_and_every_request_decided(
         counts = collect(job, reader, run, replay_decisions)
     finally:
         reader.close()
-    print(f"Python worker {killed[0][1]} killed in batch {killed[0][0]}: {counts}")
+    lost = [line for line in run.log.splitlines() if "Lost task" in line]
+    print(f"Python worker {killed[0][1]} killed in batch {killed[0][0]}, {len(lost)} task(s) lost and retried: "
+          f"{counts}")
+    assert lost, f"no task failed: the killed worker was idle\n{run.log[-4000:]}"
+    assert_counts(counts)
+
+
+skip_external = pytest.mark.skipif(external_bootstrap() is not None,
+                                   reason="cuts off or restarts its own tansu broker; an external one cannot be")
+
+
+@pytest.fixture
+def forwarded() -> Iterator[Forwarder]:
+    """A broker that clients reach only through a forwarder the test stops and starts (it keeps its data)."""
+    port = _free_port()
+    with TansuBroker(advertised_port=port) as own:
+        forwarder = Forwarder(port, own.port).start()
+        try:
+            yield forwarder
+        finally:
+            forwarder.stop()
+
+
+def _lines(log: str, text: str) -> list[str]:
+    return [line for line in log.splitlines() if text in line]
+
+
+@skip_external
+def test_a_broker_outage_with_its_data_kept_delays_decisions_and_loses_none(
+        forwarded, replay_decisions, tmp_path, engine_runs):
+    """The outage begins while a batch of requests is in progress and ends once the job has said so."""
+    job = Job.create(forwarded.bootstrap, tmp_path)
+    reader = DecisionsReader(forwarded.bootstrap, job.topics["decisions"])
+    unreachable = f"Kafka brokers {forwarded.bootstrap} unreachable"
+    try:
+        run = start_with_events(job, engine_runs)
+        wait_until(job.batch_of_requests, "a batch of requests in progress", STEP_GUARD_S, run)
+        forwarded.stop()
+        wait_until(lambda: _lines(run.log, unreachable), "the job's unreachable warning", STEP_GUARD_S, run)
+        during = reader.distinct()
+        forwarded.start()
+        counts = collect(job, reader, run, replay_decisions)
+    finally:
+        reader.close()
+    warnings, recoveries = _lines(run.log, unreachable), _lines(run.log, "reachable again after")
+    print(f"broker outage ({len(warnings)} unreachable warning(s), {len(recoveries)} recovery line(s), "
+          f"{during} decided when it was noticed): {counts}")
+    assert recoveries, run.log[-4000:]
+    assert not _lines(run.log, "check that the topic exists") and not _lines(run.log, "BrokerUnreachableError")
+    assert_counts(counts)
+
+
+@skip_external
+def test_a_broker_that_lost_its_data_stops_the_job_and_nothing_was_decided_wrongly_before(
+        replay_decisions, tmp_path, engine_runs):
+    """engine.kafka.failOnDataLoss=true (the default): the job stops with DataLossError once the broker comes
+    back empty, and decides none of the records written after the loss."""
+    with TansuBroker() as broker:
+        job = Job.create(broker.bootstrap, tmp_path, **{"engine.kafka.failOnDataLoss": "true"})
+        reader = DecisionsReader(broker.bootstrap, job.topics["decisions"])
+        try:
+            run = start_with_events(job, engine_runs)
+            wait_until(lambda: reader.distinct() >= REQUESTS, "a decision for every request", STEP_GUARD_S * 2, run)
+            counts = count_decisions(replay_decisions, reader.decisions)
+        finally:
+            reader.close()
+        broker.restart()
+        for name, topic in job.topics.items():
+            create_topic(broker.bootstrap, topic, partitions=2 if name == "decisions" else 1)
+        produce_records(broker.bootstrap, job.topics["requests"],
+                        [(r["cluster"], json.dumps(r)) for r in SCENARIO[1][:3]])
+        wait_until(lambda: not run.alive(), "the job to stop", STEP_GUARD_S)
+        code = run.stop()
+        after = consume_all(broker.bootstrap, job.topics["decisions"])
+    print(f"broker lost its data, exit code {code}, {len(after)} decided after the loss: {counts}")
+    assert code != 0
+    assert _lines(run.log, "DataLossError") and _lines(run.log, "failOnDataLoss=false"), run.log[-4000:]
+    assert after == []
     assert_counts(counts)
