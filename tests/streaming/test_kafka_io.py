@@ -18,6 +18,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from streaming.kafka_options import KafkaOptionError, KafkaSinkSettings, KafkaSourceSettings, offset_key
 from streaming.kafka_source import KafkaStreamReader, ListOffsetsError, share_limit
+from streaming.query_start import start_query
 from streaming.schemas import KAFKA_SOURCE_ARROW_SCHEMA, KAFKA_SOURCE_DDL
 from tests.kafka_broker import consume_all, create_topic, produce_records, unique_topic_name
 
@@ -61,8 +62,9 @@ def await_finished(query) -> None:
 def run_available_now(df, checkpoint, name: str) -> Collector:
     """Run ``df`` with Trigger.AvailableNow into a Collector and wait for it to finish."""
     collector = Collector()
-    await_finished(df.writeStream.foreachBatch(collector).option("checkpointLocation", str(checkpoint))
-                   .queryName(name).trigger(availableNow=True).start())
+    await_finished(start_query(lambda: df.writeStream.foreachBatch(collector)
+                               .option("checkpointLocation", str(checkpoint))
+                               .queryName(name).trigger(availableNow=True).start()))
     return collector
 
 
@@ -201,8 +203,8 @@ def test_latest_skips_existing_records_and_topics_created_later_are_read_from_ea
     collector = Collector()
     stream = kafka_stream(spark, kafka_bootstrap, f"{existing},{later}", startingOffsets="latest",
                           failOnMissingTopic="false")
-    query = (stream.writeStream.foreachBatch(collector).option("checkpointLocation", str(tmp_path / "ckpt"))
-             .queryName("kafka_io_latest").start())
+    query = start_query(lambda: stream.writeStream.foreachBatch(collector)
+                        .option("checkpointLocation", str(tmp_path / "ckpt")).queryName("kafka_io_latest").start())
     try:
         query.processAllAvailable()  # the start position (the end of `existing`) is fixed now
         produce_records(kafka_bootstrap, existing, keyed_values(40, start=200))
@@ -232,9 +234,10 @@ def test_sink_writes_key_value_and_headers_that_a_plain_consumer_reads(spark, ka
         F.when(number % 10 == 0, F.lit(routed)).alias("topic"),  # null -> the topic option
         headers.alias("headers"),
     )
-    query = (outputs.writeStream.format("placement-kafka").option("kafka.bootstrap.servers", kafka_bootstrap)
-             .option("topic", out).option("checkpointLocation", str(tmp_path / "ckpt"))
-             .queryName("kafka_io_sink").trigger(availableNow=True).start())
+    query = start_query(lambda: outputs.writeStream.format("placement-kafka")
+                        .option("kafka.bootstrap.servers", kafka_bootstrap)
+                        .option("topic", out).option("checkpointLocation", str(tmp_path / "ckpt"))
+                        .queryName("kafka_io_sink").trigger(availableNow=True).start())
     await_finished(query)
 
     written = consume_all(kafka_bootstrap, out) + consume_all(kafka_bootstrap, routed)
@@ -249,9 +252,9 @@ def test_sink_writes_key_value_and_headers_that_a_plain_consumer_reads(spark, ka
 
 def test_missing_topic_fails_at_start_with_a_typed_error(spark, kafka_bootstrap, tmp_path):
     missing = unique_topic_name("missing")
-    query = (kafka_stream(spark, kafka_bootstrap, missing).writeStream.foreachBatch(Collector())
-             .option("checkpointLocation", str(tmp_path / "ckpt")).queryName("kafka_io_missing")
-             .trigger(availableNow=True).start())
+    query = start_query(lambda: kafka_stream(spark, kafka_bootstrap, missing).writeStream.foreachBatch(Collector())
+                        .option("checkpointLocation", str(tmp_path / "ckpt")).queryName("kafka_io_missing")
+                        .trigger(availableNow=True).start())
     with pytest.raises(StreamingQueryException) as failure:
         await_finished(query)
     assert "MissingTopicError" in str(failure.value) and missing in str(failure.value)
@@ -263,10 +266,10 @@ def test_sink_delivery_failure_fails_the_batch_with_an_error_naming_the_topic(sp
     produce_records(kafka_bootstrap, source, ["a", "b"])
     to_missing_partition = kafka_stream(spark, kafka_bootstrap, source).select(
         "value", F.lit(7).alias("partition"))  # `out` has only partition 0
-    query = (to_missing_partition.writeStream.format("placement-kafka")
-             .option("kafka.bootstrap.servers", kafka_bootstrap).option("topic", out)
-             .option("flushTimeoutMs", "20000").option("checkpointLocation", str(tmp_path / "ckpt"))
-             .queryName("kafka_io_bad_partition").trigger(availableNow=True).start())
+    query = start_query(lambda: to_missing_partition.writeStream.format("placement-kafka")
+                        .option("kafka.bootstrap.servers", kafka_bootstrap).option("topic", out)
+                        .option("flushTimeoutMs", "20000").option("checkpointLocation", str(tmp_path / "ckpt"))
+                        .queryName("kafka_io_bad_partition").trigger(availableNow=True).start())
     with pytest.raises(StreamingQueryException) as failure:
         await_finished(query)
     assert "KafkaWriteError" in str(failure.value) and out in str(failure.value)
