@@ -11,12 +11,21 @@ Send the signal to the `placement-engine` process only: a JVM that gets SIGTERM 
 once, whatever the driver does (systemd: `KillMode=mixed`; a container: the engine as its main
 process). A micro-batch stopped midway is retried from the checkpoint when the job starts again;
 what its finished tasks wrote stays in Kafka and is written again (at-least-once, as always).
+
+Once the query has stopped, `stop_spark` stops the SparkContext from the driver, within
+`SPARK_STOP_SECONDS`. Left to the JVM, the context is stopped by the JVM's shutdown hooks after
+the driver exits (under `spark-submit`, after the Python driver has returned), and a hook that
+hangs holds the process until the hooks' own timeout (30 s by default, `spark.shutdown.timeout`),
+past the platform's kill timeout. Stopped here, the hooks find nothing left to do; a stop that
+does not finish in time is abandoned and the process exits at once, its outputs flushed.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -107,10 +116,37 @@ def serve_until_stopped(query: Any, signals: StopSignals, grace_s: float, *, pol
     return name
 
 
+SPARK_STOP_SECONDS = 5.0
+"""How long `stop_spark` waits for the SparkContext to stop before the process exits without it."""
+
+
+def stop_spark(spark: Any, timeout_s: float = SPARK_STOP_SECONDS, *,
+               exit_now: Callable[[int], None] = os._exit) -> bool:
+    """Stop `spark` (a SparkSession whose queries have stopped) from the driver, waiting up to `timeout_s`.
+
+    Returns:
+        True when Spark stopped in time. Otherwise the logs and standard streams are flushed and
+        `exit_now(0)` ends the process (the query has stopped and its checkpoint is complete, so
+        nothing is lost); it returns False only when `exit_now` returns (tests).
+    """
+    stopper = threading.Thread(target=spark.stop, name="spark-stop", daemon=True)
+    stopper.start()
+    stopper.join(timeout_s)
+    if not stopper.is_alive():
+        return True
+    log.warning("Spark did not stop within %g s after the query stopped; exiting without waiting for it", timeout_s)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    exit_now(0)
+    return False
+
+
 def _completed_batch(query: Any) -> int | None:
     """The id of the query's last completed micro-batch (None before the first)."""
     progress = query.lastProgress
     return None if progress is None else progress["batchId"]
 
 
-__all__ = ["STOPPING", "StopSignals", "serve_until_stopped"]
+__all__ = ["SPARK_STOP_SECONDS", "STOPPING", "StopSignals", "serve_until_stopped", "stop_spark"]

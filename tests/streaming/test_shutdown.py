@@ -141,3 +141,37 @@ def test_the_sink_reports_a_batch_aborted_by_the_stop_as_information_not_a_warni
     levels = {record.getMessage().split(";")[0]: record.levelname for record in caplog.records}
     assert levels == {"placement-kafka sink: batch 7 aborted": "WARNING",
                       "placement-kafka sink: batch 8 stopped with the job": "INFO"}
+
+
+class FakeSpark:
+    def __init__(self, release) -> None:
+        self.release = release
+        self.stops = 0
+
+    def stop(self) -> None:
+        self.stops += 1
+        self.release.wait()
+
+
+def test_stop_spark_returns_once_spark_has_stopped():
+    import threading
+
+    released = threading.Event()
+    released.set()
+    exits: list[int] = []
+    spark = FakeSpark(released)
+    assert shutdown.stop_spark(spark, 30, exit_now=exits.append) is True
+    assert spark.stops == 1 and exits == []
+
+
+def test_a_spark_stop_that_hangs_is_abandoned_and_the_process_exits_with_0(caplog):
+    import threading
+
+    hanging = threading.Event()
+    exits: list[int] = []
+    try:
+        assert shutdown.stop_spark(FakeSpark(hanging), 0.2, exit_now=exits.append) is False
+    finally:
+        hanging.set()
+    assert exits == [0]
+    assert "Spark did not stop within 0.2 s" in caplog.text
