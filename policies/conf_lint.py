@@ -103,14 +103,15 @@ _REGION = frozenset({"reppRegionsToWrite", "reppMinimumRegionsForDurability",
                      "reppDisallowBookiePlacementInRegionFeatureName", "reppEnableValidation"})
 _ZONE = frozenset({"minNumZonesPerWriteQuorum", "desiredNumZonesPerWriteQuorum", "enforceStrictZoneawarePlacement",
                    "networkTopologyStabilizePeriodSeconds"})
+_SEARCH = frozenset({"placement.search"})   # the rack-aware search under enforcement (and so isolated)
 _ISOLATION = frozenset({"bookkeeperClientIsolationGroups", "isolationBookieGroups",
                         "bookkeeperClientSecondaryIsolationGroups", "secondaryIsolationBookieGroups",
                         "placement.isolation.failClosed"})
 
 POLICY_KEYS: Mapping[str, frozenset[str]] = {
     "default": _COMMON,
-    "rackaware": _COMMON | _RACK,
-    "isolated": _COMMON | _RACK | _ISOLATION,
+    "rackaware": _COMMON | _RACK | _SEARCH,
+    "isolated": _COMMON | _RACK | _SEARCH | _ISOLATION,
     "regionaware": _COMMON | _RACK | _REGION,
     "zoneaware": _COMMON | _ZONE,
 }

@@ -23,6 +23,7 @@ from typing import Any
 from .api import Adherence, BookieInfo, PlacementResult
 from .errors import NotEnoughBookiesError
 from .provenance import retried
+from .rack_complete import RackComplete
 from .rack_selection import Predicate
 from .rackaware_impl import Clock, RackawarePolicyImpl
 from .resolver import LocationResolver
@@ -32,13 +33,16 @@ from .stabilize import StabilizedTopology
 __all__ = ["Clock", "RackawarePolicy", "RackawarePolicyImpl"]
 
 
-class RackawarePolicy(RackawarePolicyImpl):
+class RackawarePolicy(RackComplete, RackawarePolicyImpl):
     """The public rack-aware policy (`RackawareEnsemblePlacementPolicy`, spec §2.4).
 
     With `networkTopologyStabilizePeriodSeconds = P > 0` a secondary instance keeps departed bookies in
     its tree for `P` seconds (on the injected clock); placements that fail with NotEnough on this
     (primary) instance are retried there, and a FAIL of `replace_to_adhere` is retried there.
     Membership, weights, rack changes and the default rack are forwarded to the secondary.
+
+    With `placement.search=complete` under enforcement, a `new_ensemble` or `replace_bookie` that
+    BookKeeper's search (and its retry) cannot place goes to the complete search (`rack_complete`).
 
     Args: as `RackawarePolicyImpl`; `stabilize_period_s` defaults to the configured period.
     """
@@ -180,6 +184,19 @@ class RackawarePolicy(RackawarePolicyImpl):
             exclude = ()
         exclude = tuple(exclude)
         try:
+            return self._bookkeeper_new_ensemble(ensemble_size, write_quorum, ack_quorum, custom_metadata, exclude,
+                                                 rng)
+        except NotEnoughBookiesError as exc:
+            if not self.is_complete_search_on():
+                raise
+            error = exc
+        return self.complete_new_ensemble(error, ensemble_size, write_quorum, ack_quorum, exclude, rng)
+
+    def _bookkeeper_new_ensemble(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                                 custom_metadata: Mapping[str, bytes] | None, exclude: tuple[str, ...],
+                                 rng: random.Random | None) -> PlacementResult:
+        """BookKeeper's search: this instance, then the retry on the stabilized view."""
+        try:
             return super().new_ensemble(ensemble_size, write_quorum, ack_quorum, custom_metadata, exclude,
                                         rng=rng)
         except NotEnoughBookiesError as exc:
@@ -197,6 +214,21 @@ class RackawarePolicy(RackawarePolicyImpl):
         if exclude is None:
             exclude = ()
         exclude = tuple(exclude)
+        try:
+            return self._bookkeeper_replace_bookie(ensemble_size, write_quorum, ack_quorum, custom_metadata,
+                                                   current_ensemble, bookie_to_replace, exclude, rng)
+        except NotEnoughBookiesError as exc:
+            if not self.is_complete_search_on():
+                raise
+            error = exc
+        return self.complete_replace_bookie(error, ensemble_size, write_quorum, ack_quorum, current_ensemble,
+                                            bookie_to_replace, exclude, rng)
+
+    def _bookkeeper_replace_bookie(self, ensemble_size: int, write_quorum: int, ack_quorum: int,
+                                   custom_metadata: Mapping[str, bytes] | None, current_ensemble: Sequence[str],
+                                   bookie_to_replace: str, exclude: tuple[str, ...],
+                                   rng: random.Random | None) -> PlacementResult:
+        """BookKeeper's replacement: this instance, then the retry on the stabilized view."""
         try:
             return super().replace_bookie(ensemble_size, write_quorum, ack_quorum, custom_metadata,
                                           current_ensemble, bookie_to_replace, exclude, rng=rng)

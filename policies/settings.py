@@ -39,7 +39,7 @@ KNOWN_KEYS: frozenset[str] = frozenset({
     "minNumZonesPerWriteQuorum", "desiredNumZonesPerWriteQuorum", "enforceStrictZoneawarePlacement",
     "bookkeeperClientIsolationGroups", "isolationBookieGroups",
     "bookkeeperClientSecondaryIsolationGroups", "secondaryIsolationBookieGroups",
-    "placement.compat.keepStaleReadOnlySet", "placement.isolation.failClosed",
+    "placement.compat.keepStaleReadOnlySet", "placement.isolation.failClosed", "placement.search",
 })
 """Every key `PlacementSettings.from_conf` reads: the catalog the configuration lint
 (`policies.conf_lint`) checks a file against. A test keeps it equal to the keys `from_conf` reads."""
@@ -138,6 +138,19 @@ def _java_split(conf: Mapping[str, Any], key: str, separator: str) -> tuple[str,
     return tuple(items)
 
 
+SEARCHES = ("bookkeeper", "complete")
+"""Values of `placement.search`: BookKeeper's greedy search alone, or followed by the complete search."""
+
+
+def search_name(value: Any) -> str:
+    """`placement.search`: `bookkeeper` (default) or `complete`; ValueError naming the key otherwise."""
+    if value is None:
+        return "bookkeeper"
+    if isinstance(value, str) and value.strip().lower() in SEARCHES:
+        return value.strip().lower()
+    raise ValueError(f"placement.search: expected one of {', '.join(SEARCHES)}, got {value!r}")
+
+
 def policy_name(value: Any) -> str:
     """Short policy name for a Java class name or short name; ValueError naming the key otherwise."""
     if isinstance(value, str):
@@ -182,6 +195,8 @@ class PlacementSettings:
     secondary_isolation_groups: tuple[str, ...] = ()
     keep_stale_readonly_set: bool = False              # placement.compat.keepStaleReadOnlySet (BK quirk App. A #2)
     isolation_fail_closed: bool = False                # placement.isolation.failClosed
+    # placement.search: "complete" backs the rack-aware search under enforcement with an exact one
+    search: str = "bookkeeper"
 
     @property
     def effective_min_regions(self) -> int:
@@ -235,6 +250,7 @@ class PlacementSettings:
             secondary_isolation_groups=secondary or (),
             keep_stale_readonly_set=_bool(conf, "placement.compat.keepStaleReadOnlySet", False),
             isolation_fail_closed=_bool(conf, "placement.isolation.failClosed", False),
+            search=search_name(conf.get("placement.search")),
         )
         if settings.isolation_groups is not None and policy != "isolated":
             if policy != "rackaware":
