@@ -1,5 +1,5 @@
 """`placement-engine`: run (Kafka in, Kafka out), replay (files in, folders out), demo, alerts, check-conf,
-compare.
+compare, produce, topics.
 
 Configuration problems stop the command before Spark starts, with one line naming the key
 (exit code 2); they never surface as a Spark stack trace.
@@ -44,20 +44,22 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from .checkpoint import check_checkpoint
     from .job import check_topics, start_kafka_job
+    from .query_start import start_query
     from .session import engine_session
-    from .shutdown import StopSignals, serve_until_stopped
+    from .shutdown import StopSignals, serve_until_stopped, stop_spark
 
     settings = _settings_with_warnings(args)
     settings.require_kafka()
     check_checkpoint(settings.checkpoint_location)
     check_topics(settings)
     spark = engine_session(settings, "placement-engine")
-    query = start_kafka_job(spark, settings)
+    query = start_query(lambda: start_kafka_job(spark, settings))
     log.info("placement-engine running: %s + %s -> %s, %s, %s (checkpoint %s)", settings.events_topic,
              settings.requests_topic, settings.decisions_topic, settings.alerts_topic,
              settings.dead_letters_topic, settings.checkpoint_location)
     with StopSignals() as signals:
         serve_until_stopped(query, signals, settings.stop_grace_seconds)
+    stop_spark(spark)
     return 0
 
 
@@ -105,6 +107,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .compare import add_parser as add_compare_parser
 
     add_compare_parser(sub)
+    from .produce import add_parser as add_produce_parser
+
+    add_produce_parser(sub)
+    from .topics import add_parser as add_topics_parser
+
+    add_topics_parser(sub)
     return parser
 
 
