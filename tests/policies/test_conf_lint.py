@@ -220,6 +220,7 @@ _LOCATIONS = {
     "zoneaware": lambda i: f"/zone{i % 3}/ud{i % 2}",
 }
 _NON_DEFAULT = {
+    "placement.search": "complete",
     "localNodeLocation": "/region1/rack1",
     "ignoreLocalNodeInPlacementPolicy": "true",
     "minNumRacksPerWriteQuorum": "3",
