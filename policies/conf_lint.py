@@ -371,6 +371,10 @@ def _combinations(conf: Mapping[str, Any], settings: PlacementSettings | None, p
                   "chosen" if settings.enforce_min_racks else "")
         warn("rack-rule-off", "minNumRacksPerWriteQuorum",
              f"minNumRacksPerWriteQuorum={settings.min_racks_per_write_quorum} asks for no rack diversity{suffix}")
+    if "placement.search" in POLICY_KEYS[policy] and settings.search == "complete" and not settings.enforce_min_racks:
+        warn("complete-search-idle", "placement.search",
+             "placement.search=complete has no effect while enforceMinNumRacksPerWriteQuorum is false: without "
+             "enforcement BookKeeper's search fails only when too few bookies are eligible")
     if settings.keep_stale_readonly_set:
         warn("compat-bug", "placement.compat.keepStaleReadOnlySet",
              "reproduces BookKeeper's never-cleared read-only set: a bookie that returns from read-only stays "

@@ -303,6 +303,7 @@ def test_the_table_is_not_vacuous_a_key_the_policy_reads_does_change_placements(
      "localNodeLocation"),
     ({"minNumRacksPerWriteQuorum": "1"}, "rack-rule-off", "minNumRacksPerWriteQuorum"),
     ({"placement.compat.keepStaleReadOnlySet": "true"}, "compat-bug", "placement.compat.keepStaleReadOnlySet"),
+    ({"placement.search": "complete"}, "complete-search-idle", "placement.search"),
     ({"ensemblePlacementPolicy": "regionaware", "reppMinimumRegionsForDurability": "2"},
      "needs-regions-to-write", "reppMinimumRegionsForDurability"),
     ({"ensemblePlacementPolicy": "regionaware", "reppRegionsToWrite": "r1; r2"}, "region-name-spaces",
@@ -316,6 +317,11 @@ def test_a_risky_combination_is_a_warning_naming_its_key(conf, rule, key):
     assert finding.severity is Severity.WARNING
     assert finding.key == key
     assert exit_code(findings) == 1
+
+
+def test_complete_search_under_enforcement_is_clean():
+    assert not [f for f in lint({"placement.search": "complete", "enforceMinNumRacksPerWriteQuorum": "true"})
+                if f.rule == "complete-search-idle"]
 
 
 def test_region_aware_with_a_one_level_local_node_warns_and_rack_aware_does_not():
