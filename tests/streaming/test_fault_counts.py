@@ -279,6 +279,11 @@ class EngineRun:
     def log(self) -> str:
         return "".join(self._lines)
 
+    def summary(self) -> str:
+        """The log's error lines and its end, for a failure message (a query's failure repeats its plan)."""
+        errors = [line for line in self.log.splitlines() if "Error" in line or "Exception" in line][:20]
+        return "\n".join(errors) + "\n...\n" + self.log[-2000:]
+
     def alive(self) -> bool:
         return self.process.poll() is None
 
@@ -335,9 +340,9 @@ def wait_until(condition: Callable[[], object], what: str, timeout_s: float,
     deadline = time.monotonic() + timeout_s
     while not condition():
         if run is not None and not run.alive():
-            raise AssertionError(f"the job ended while waiting for {what}:\n{run.log[-4000:]}")
+            raise AssertionError(f"the job ended while waiting for {what}:\n{run.summary()}")
         assert time.monotonic() < deadline, f"timed out after {timeout_s} s waiting for {what}" + (
-            f"\n{run.log[-4000:]}" if run is not None else "")
+            f"\n{run.summary()}" if run is not None else "")
         time.sleep(0.02)   # poll interval of the condition check
 
 
@@ -445,9 +450,14 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+TASK_DAEMON = "-m pyspark.daemon pyspark.worker"
+"""The daemon forking the Python workers that run tasks. Other daemons fork the data sources' driver-side
+runners (planning reads, committing a batch's writes): killing one of those fails the query, not a task."""
+
+
 def _python_workers(run: EngineRun) -> list[int]:
-    """The job's Python workers: processes forked by its `pyspark.daemon` (the daemon itself excluded)."""
-    daemons = [pid for pid in run.descendants() if "pyspark.daemon" in _cmdline(pid)]
+    """The job's task workers: processes forked by its task daemon (the daemon itself excluded)."""
+    daemons = [pid for pid in run.descendants() if _cmdline(pid).strip().endswith(TASK_DAEMON)]
     return [pid for pid in daemons if _parent(pid) in daemons]
 
 
@@ -536,7 +546,7 @@ def test_a_broker_outage_with_its_data_kept_delays_decisions_and_loses_none(
     warnings, recoveries = _lines(run.log, unreachable), _lines(run.log, "reachable again after")
     print(f"broker outage ({len(warnings)} unreachable warning(s), {len(recoveries)} recovery line(s), "
           f"{during} decided when it was noticed): {counts}")
-    assert recoveries, run.log[-4000:]
+    assert recoveries, run.summary()
     assert not _lines(run.log, "check that the topic exists") and not _lines(run.log, "BrokerUnreachableError")
     assert_counts(counts)
 
@@ -565,6 +575,6 @@ def test_a_broker_that_lost_its_data_stops_the_job_and_nothing_was_decided_wrong
         after = consume_all(broker.bootstrap, job.topics["decisions"])
     print(f"broker lost its data, exit code {code}, {len(after)} decided after the loss: {counts}")
     assert code != 0
-    assert _lines(run.log, "DataLossError") and _lines(run.log, "failOnDataLoss=false"), run.log[-4000:]
+    assert _lines(run.log, "DataLossError") and _lines(run.log, "failOnDataLoss=false"), run.summary()
     assert after == []
     assert_counts(counts)
