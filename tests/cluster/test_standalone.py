@@ -274,3 +274,14 @@ def test_run_on_the_cluster_answers_every_request(cluster, wheel, node_python, b
     assert driver_imports and all(origin.startswith(f"{submit}/venv/lib/") for _, _, _, origin in driver_imports), \
         driver_imports
     assert set(PACKAGES) <= {package for _, _, package, _ in driver_imports}
+
+
+def test_the_readme_installs_every_runtime_dependency_but_pyspark_on_the_nodes():
+    import re
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Deploying on a Spark cluster", 1)[1].split("\n## ", 1)[0]
+    command = next(line for line in section.splitlines() if "pip install '" in line)
+    assert sorted(re.findall(r"'([^']+)'", command)) == sorted(d for d in declared if not d.startswith("pyspark"))
