@@ -323,10 +323,18 @@ def start_kafka_job(spark: SparkSession, settings: EngineSettings, query_name: s
     use_local_checkpoint_writer(spark, settings.checkpoint_location)
     writer = outputs.writeStream.option("checkpointLocation", settings.checkpoint_location) \
         .trigger(processingTime=f"{settings.trigger_seconds} seconds").queryName(query_name)
-    if settings.kafka_connector == "native":
-        writer = writer.format("kafka").option("kafka.bootstrap.servers", settings.bootstrap_servers)
-    else:
-        writer = writer.format("placement-kafka").option("kafka.bootstrap.servers", settings.bootstrap_servers)
-    for key, value in sorted(settings.kafka_client.items()):
-        writer = writer.option(f"kafka.{key}", value)
+    writer = writer.format("kafka" if settings.kafka_connector == "native" else "placement-kafka")
+    for key, value in sink_options(settings).items():
+        writer = writer.option(key, value)
     return writer.outputMode("append").start()
+
+
+def sink_options(settings: EngineSettings) -> dict[str, str]:
+    """The Kafka sink's options: the brokers, how long a record waits for unreachable brokers
+    (`engine.kafka.unreachableTimeoutSeconds`, the engine's own sink only), then the user's client keys,
+    which win."""
+    options = {"kafka.bootstrap.servers": settings.bootstrap_servers}
+    if settings.kafka_connector != "native":
+        options["kafka.message.timeout.ms"] = str(settings.unreachable_timeout_seconds * 1000)
+    options.update((f"kafka.{key}", value) for key, value in sorted(settings.kafka_client.items()))
+    return options

@@ -45,7 +45,7 @@ def _librdkafka_warnings(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and "librdkafka" in r.name]
 
 
-def test_a_short_outage_delays_the_task_and_every_record_arrives_once(forwarded, caplog):
+def test_a_short_outage_delays_the_task_and_every_record_arrives_once(forwarded, caplog):  # noqa: F811 - the fixture
     """Regression: the sink said nothing of its own while the brokers were away."""
     topic = create_topic(forwarded.bootstrap, unique_topic_name("sink-outage"), partitions=1)
     writer = _writer(forwarded.bootstrap, topic, message_timeout_ms=60_000)
@@ -79,7 +79,7 @@ def test_a_short_outage_delays_the_task_and_every_record_arrives_once(forwarded,
     assert not _librdkafka_warnings(caplog)
 
 
-def test_an_outage_longer_than_the_message_timeout_fails_the_task_naming_the_brokers(forwarded, caplog):
+def test_an_outage_longer_than_the_message_timeout_fails_the_task_naming_the_brokers(forwarded, caplog):  # noqa: F811 - the fixture
     """Regression: the sink failed after 5 minutes with "check that the topic exists". The failed task's
     records are dropped from the producer; the next task, once the brokers are back, writes and logs it."""
     topic = create_topic(forwarded.bootstrap, unique_topic_name("sink-outage"), partitions=1)
@@ -103,3 +103,14 @@ def test_an_outage_longer_than_the_message_timeout_fails_the_task_naming_the_bro
     assert _values(forwarded.bootstrap, topic) == ["r0", "r1"]
     assert [level for level, _ in outage_lines(caplog)] == [logging.WARNING, logging.INFO]
     assert not _librdkafka_warnings(caplog)
+
+
+def test_the_job_gives_the_sink_the_engine_outage_timeout_and_the_users_client_keys_win():
+    from streaming.job import sink_options
+    from streaming.settings import engine_settings
+
+    base = {"engine.kafka.bootstrapServers": "127.0.0.1:1", "engine.kafka.unreachableTimeoutSeconds": "42"}
+    assert sink_options(engine_settings(base))["kafka.message.timeout.ms"] == "42000"
+    mine = sink_options(engine_settings({**base, "engine.kafka.client.message.timeout.ms": "5000"}))
+    assert mine["kafka.message.timeout.ms"] == "5000"
+    assert mine["kafka.bootstrap.servers"] == "127.0.0.1:1"
