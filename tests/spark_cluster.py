@@ -8,7 +8,8 @@ of every JVM it started, and with it the executors and Python workers those JVMs
 
 The processes get a clean environment: no ``PYTHONPATH``, their own working and work directories, so
 nothing on the checkout's path reaches an executor by inheritance. Each worker keeps its executors'
-logs under ``work_dir(i)/app-*/<executor>/stderr``.
+logs under ``work_dir(i)/app-*/<executor>/stderr``. :meth:`kill_worker` SIGKILLs one worker with every
+process below it, as a lost machine would lose them.
 
 Nothing here imports Spark or the project, so the helper also works from a plain Python shell.
 """
@@ -25,6 +26,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -178,6 +180,43 @@ class StandaloneCluster:
                 raise ClusterError(f"no {what} within {self.startup_timeout_s} s; logs under {self.root}")
             time.sleep(0.2)  # poll interval of the readiness check, not a wait for a condition
 
+    def worker_pid(self, index: int) -> int:
+        """The pid of worker ``index``'s JVM (``spark-class`` execs ``java``: the process :meth:`start` started)."""
+        return self._daemon(f"worker-{index}").process.pid
+
+    def kill_worker(self, index: int, timeout_s: float = 30.0) -> list[int]:
+        """SIGKILL worker ``index``'s JVM and every process below it, as the loss of its machine would.
+
+        Below a worker are its executors' JVMs and, below those, the Python daemons (each in a process group
+        of its own) and the workers they fork. Killing the worker alone would leave its executors running,
+        orphaned; so every process of the tree, and every process group it spans, gets SIGKILL. Returns once
+        all of them have ended.
+
+        Returns:
+            The pids killed, the worker's JVM first.
+        """
+        daemon = self._daemon(f"worker-{index}")
+        pids = [daemon.process.pid, *process_tree(daemon.process.pid)]
+        groups = {group for group in map(_process_group, pids) if group > 0}
+        for group in groups:
+            _kill(os.killpg, group)
+        for pid in pids:
+            _kill(os.kill, pid)
+        daemon.process.wait(timeout=timeout_s)
+        deadline = time.monotonic() + timeout_s
+        while any(_running(pid) for pid in pids):
+            if time.monotonic() > deadline:
+                raise ClusterError(f"processes of worker-{index} still running {timeout_s} s after SIGKILL: "
+                                   f"{[pid for pid in pids if _running(pid)]}")
+            time.sleep(0.05)  # poll interval of the exit check, not a wait for a condition
+        return pids
+
+    def _daemon(self, name: str) -> _Daemon:
+        for daemon in self._daemons:
+            if daemon.name == name:
+                return daemon
+        raise ClusterError(f"no {name} in this cluster")
+
     def log_tail(self, name: str, chars: int = 3000) -> str:
         for daemon in self._daemons:
             if daemon.name == name:
@@ -211,6 +250,51 @@ class StandaloneCluster:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command name (state first); empty once it has ended."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def process_tree(root: int) -> list[int]:
+    """Every process below ``root`` (children, their children, ...), from ``/proc``.
+
+    Cost: O(processes on the machine) per call; dominated by reading every ``/proc/PID/stat``.
+    """
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if len(fields) > 1:
+                children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _process_group(pid: int) -> int:
+    fields = _stat_fields(pid)
+    return int(fields[2]) if len(fields) > 2 else -1
+
+
+def _running(pid: int) -> bool:
+    """``pid`` exists and is not a zombie (an orphan's zombie is reaped by init, not by this process)."""
+    fields = _stat_fields(pid)
+    return bool(fields) and fields[0] != "Z"
+
+
+def _kill(send: Callable[[int, int], None], target: int) -> None:
+    try:
+        send(target, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _signal_group(process: subprocess.Popen, sig: signal.Signals) -> None:
