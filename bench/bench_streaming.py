@@ -36,8 +36,10 @@ Phases of one run:
    time. Same machine, same clock. p50/p99/max over all requests of the phase; requests without a decision
    after --drain-timeout are counted as missing.
 
-The reader's consumer has been seen to skip decisions that are in the topic (cause unknown): after 10 s
-without a new decision, a phase reads the topic again from the start for the ids still missing, keeps
+The reader's consumer can skip decisions that are in the topic: tansu, with concurrent producers, may answer a
+fetch at a partition's end with a later batch before earlier ones are returned, and a live consumer then moves
+past them (the engine's own source plans ranges and reads every offset: tests/streaming/test_kafka_no_gaps.py).
+After 10 s without a new decision, a phase reads the topic again from the start for the ids still missing, keeps
 their Kafka timestamps (which the figures use) and prints how many it recovered.
 """
 
@@ -166,8 +168,8 @@ class DecisionReader:
         poll would cost O(ids) of the benchmark's CPU per poll, taken from the pipeline it measures, and
         more from the slower one (it polls for longer). Cost: O(new arrivals) per poll.
 
-        The reader's consumer has been seen to skip decisions that are in the topic (a fault of this
-        reader or of the in-memory broker). After
+        The reader's consumer can skip decisions that are in the topic (tansu's fetch answer at a partition's
+        end, see the module docstring). After
         `stall_s` without a new arrival, the topic is read again from the start for the ids still
         missing (`recover`): their Kafka timestamps are exact, their read times unknown.
         """
