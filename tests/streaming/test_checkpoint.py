@@ -72,6 +72,6 @@ def test_run_refuses_a_checkpoint_whose_latest_offsets_file_was_deleted(spark, k
     conf_file = tmp_path / "engine.properties"
     conf_file.write_text("".join(f"{key}={value}\n" for key, value in conf.items()))
     assert main(["run", "--conf", str(conf_file)]) == 2
-    [line] = capsys.readouterr().err.strip().splitlines()
+    [line] = [text for text in capsys.readouterr().err.splitlines() if text.startswith("placement-engine:")]
     assert f"offsets/{committed}" in line and "restore" in line and "engine.checkpointLocation" in line
 

@@ -484,8 +484,10 @@ def busy_python_worker(run: EngineRun, samples: int = 3) -> int | None:
 def test_a_python_worker_killed_mid_task_is_retried_and_every_request_decided(
         kafka_bootstrap, replay_decisions, tmp_path, engine_runs):
     """A busy worker is killed while a batch of requests is in progress; if Spark lost no task for it (the
-    worker had just finished its task), another is killed, until a task fails and is retried."""
-    job = Job.create(kafka_bootstrap, tmp_path)
+    worker had just finished its task), another is killed, until a task fails and is retried. Small batches
+    give the kill many batches to land in: on an idle machine the default size lets the job decide every
+    request before a busy worker is seen."""
+    job = Job.create(kafka_bootstrap, tmp_path, **{"engine.kafka.maxOffsetsPerTrigger": str(PER_TRIGGER // 4)})
     reader = DecisionsReader(kafka_bootstrap, job.topics["decisions"])
     killed: list[tuple[int, int]] = []
 
