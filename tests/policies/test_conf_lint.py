@@ -23,6 +23,7 @@ from policies.conf_lint import (
 )
 from policies.key_catalog import BOOKKEEPER_CLIENT_KEYS, BOOKKEEPER_SERVER_KEYS, PULSAR_BROKER_KEYS
 from policies.settings import KNOWN_KEYS, PlacementSettings
+from tests.recording import RecordingConf
 
 ENGINE_KEYS = frozenset({"engine.seed", "engine.flapThreshold", "engine.kafka.bootstrapServers"})
 
@@ -40,21 +41,9 @@ def only(findings: list[Finding], rule: str) -> Finding:
 # -- the catalog --------------------------------------------------------------------------------------
 
 
-class _Recording(dict):
-    """An empty configuration that records every key looked up."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.read: set[str] = set()
-
-    def get(self, key, default=None):  # noqa: ANN001 - dict.get's signature
-        self.read.add(key)
-        return super().get(key, default)
-
-
 def test_known_keys_are_exactly_the_keys_placement_settings_read():
     """KNOWN_KEYS cannot drift from `PlacementSettings.from_conf`: a key added there must be listed."""
-    conf = _Recording()
+    conf = RecordingConf()
     PlacementSettings.from_conf(conf)
     assert conf.read == KNOWN_KEYS
 

@@ -14,6 +14,7 @@ import pytest
 
 from streaming.check_conf import add_parser, check_conf, duplicate_keys, startup_warnings
 from streaming.config import ConfigError
+from tests.recording import RecordingConf
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -170,24 +171,12 @@ def test_the_console_command_exits_with_the_lint_code(tmp_path):
     assert "missing.properties" in missing.stderr
 
 
-class _Recording(dict):
-    """An empty configuration that records every key looked up."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.read: set[str] = set()
-
-    def get(self, key, default=None):  # noqa: ANN001 - dict.get's signature
-        self.read.add(key)
-        return super().get(key, default)
-
-
 def test_every_engine_key_the_settings_read_is_known_to_the_lint():
     """A new engine.* key read by the streaming or model settings is never reported as unknown."""
     from streaming.check_conf import ENGINE_KEYS
     from streaming.settings import EngineSettings
 
-    conf = _Recording()
+    conf = RecordingConf()
     EngineSettings.from_conf(conf)
     engine_read = {key for key in conf.read if key.startswith("engine.")}
     assert engine_read
