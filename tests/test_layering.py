@@ -30,6 +30,8 @@ IMPORT_ROOT_OF_DISTRIBUTION = {
     "orjson": "orjson",
     "numpy": "numpy",
     "matplotlib": "matplotlib",
+    "prometheus_client": "prometheus_client",
+    "tqdm": "tqdm",
 }
 
 
