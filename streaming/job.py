@@ -227,7 +227,8 @@ CLOUDEVENT_HEADERS = (("ce_specversion", "$.specversion"), ("ce_id", "$.id"), ("
 
 
 def kafka_outputs(outputs: DataFrame, settings: EngineSettings) -> DataFrame:
-    """Outputs as Kafka rows: topic by kind, key = cluster, value = JSON.
+    """Outputs as Kafka rows: topic by kind (decisions, alerts, status records, and dead letters), key =
+    cluster, value = JSON.
 
     Alerts follow the CloudEvents Kafka binding chosen by `engine.alerts.kafkaMode`: `binary` puts the
     attributes in `ce_*` headers and the event's `data` in the value; `structured` sends the whole event
@@ -236,6 +237,7 @@ def kafka_outputs(outputs: DataFrame, settings: EngineSettings) -> DataFrame:
     is_alert = F.col("kind") == "alert"
     topic = F.when(F.col("kind") == "decision", F.lit(settings.decisions_topic)) \
         .when(is_alert, F.lit(settings.alerts_topic)) \
+        .when(F.col("kind") == "status", F.lit(settings.status_topic)) \
         .otherwise(F.lit(settings.dead_letters_topic))
 
     def header(name: str, value: Column) -> Column:

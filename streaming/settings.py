@@ -32,6 +32,7 @@ DEFAULTS: dict[str, str] = {
     "engine.kafka.decisionsTopic": "placement-decisions",
     "engine.kafka.alertsTopic": "placement-alerts",
     "engine.kafka.deadLettersTopic": "placement-dead-letters",
+    "engine.kafka.statusTopic": "placement-status",
     "engine.kafka.startingOffsets": "earliest",
     "engine.kafka.maxOffsetsPerTrigger": "",
     "engine.kafka.consumerGroup": "placement-engine",
@@ -44,6 +45,9 @@ DEFAULTS: dict[str, str] = {
     "engine.replay.bytesPerTrigger": "33554432",
     "engine.deadLetter.maxRawBytes": "65536",
     "engine.stopGraceSeconds": "20",
+    "engine.metrics.port": "9464",
+    "engine.metrics.host": "0.0.0.0",
+    "engine.metrics.maxClusters": "50",
 }
 """Every engine key the streaming layer reads, with its default (the README lists them)."""
 
@@ -53,13 +57,15 @@ KAFKA_CLIENT_PREFIX = "engine.kafka.client."
 BOOTSTRAP_SERVERS = "engine.kafka.bootstrapServers"
 KAFKA_CONNECTOR = "engine.kafka.connector"
 STOP_GRACE_SECONDS = "engine.stopGraceSeconds"
+METRICS_PORT = "engine.metrics.port"
 POLICY = "ensemblePlacementPolicy"
 """The placement key naming the policy (parsed by `policies.settings`; read here as written, for the
 replay's summary)."""
 
 TOPIC_KEYS = (("engine.kafka.eventsTopic", "events_topic"), ("engine.kafka.requestsTopic", "requests_topic"),
               ("engine.kafka.decisionsTopic", "decisions_topic"), ("engine.kafka.alertsTopic", "alerts_topic"),
-              ("engine.kafka.deadLettersTopic", "dead_letters_topic"))
+              ("engine.kafka.deadLettersTopic", "dead_letters_topic"),
+              ("engine.kafka.statusTopic", "status_topic"))
 """Each topic key and the `EngineSettings` attribute holding its topic."""
 
 DEMO_CONF: dict[str, str] = {
@@ -83,6 +89,17 @@ def _int(conf: Mapping[str, str], key: str, minimum: int) -> int:
         raise ConfigError(f"{key}: expected an integer >= {minimum}, got {value!r}") from None
     if number < minimum:
         raise ConfigError(f"{key}: expected an integer >= {minimum}, got {value!r}")
+    return number
+
+
+def _port(conf: Mapping[str, str], key: str) -> int:
+    value = conf.get(key, DEFAULTS[key])
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise ConfigError(f"{key}: expected a TCP port 1..65535, or 0 for none, got {value!r}")
     return number
 
 
@@ -110,6 +127,7 @@ class EngineSettings:
     decisions_topic: str = "placement-decisions"
     alerts_topic: str = "placement-alerts"
     dead_letters_topic: str = "placement-dead-letters"
+    status_topic: str = "placement-status"
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
     consumer_group: str = "placement-engine"
@@ -122,6 +140,9 @@ class EngineSettings:
     replay_bytes_per_trigger: int = 33554432
     dead_letter_max_raw_bytes: int = 65536
     stop_grace_seconds: int = 20
+    metrics_port: int = 9464
+    metrics_host: str = "0.0.0.0"
+    metrics_max_clusters: int = 50
     kafka_client: dict[str, str] = field(default_factory=dict)
     model: ModelSettings = field(default_factory=ModelSettings)
     configured_policy: str = "rackaware"
@@ -175,6 +196,7 @@ class EngineSettings:
             alerts_topic=str(conf.get("engine.kafka.alertsTopic", DEFAULTS["engine.kafka.alertsTopic"])).strip(),
             dead_letters_topic=str(conf.get("engine.kafka.deadLettersTopic",
                                             DEFAULTS["engine.kafka.deadLettersTopic"])).strip(),
+            status_topic=str(conf.get("engine.kafka.statusTopic", DEFAULTS["engine.kafka.statusTopic"])).strip(),
             starting_offsets=starting,
             max_offsets_per_trigger=_int(conf, "engine.kafka.maxOffsetsPerTrigger", minimum=1) if max_offsets else None,
             consumer_group=str(conf.get("engine.kafka.consumerGroup", DEFAULTS["engine.kafka.consumerGroup"])).strip(),
@@ -187,6 +209,9 @@ class EngineSettings:
             replay_bytes_per_trigger=_int(conf, "engine.replay.bytesPerTrigger", minimum=1),
             dead_letter_max_raw_bytes=_int(conf, "engine.deadLetter.maxRawBytes", minimum=256),
             stop_grace_seconds=_int(conf, "engine.stopGraceSeconds", minimum=0),
+            metrics_port=_port(conf, METRICS_PORT),
+            metrics_host=str(conf.get("engine.metrics.host", DEFAULTS["engine.metrics.host"])).strip(),
+            metrics_max_clusters=_int(conf, "engine.metrics.maxClusters", minimum=1),
             kafka_client={k[len(KAFKA_CLIENT_PREFIX):]: str(v) for k, v in conf.items()
                           if k.startswith(KAFKA_CLIENT_PREFIX)},
             model=_model_settings(conf),
