@@ -396,12 +396,13 @@ def run_scenario(spark, bootstrap: str, pipeline: str, clusters: int, args, work
     from tests.kafka_broker import create_topic, unique_topic_name
 
     topics = {name: create_topic(bootstrap, unique_topic_name(f"bench-{name}"), partitions=parts)
-              for name, parts in (("events", 2), ("requests", 2), ("decisions", 2), ("alerts", 1), ("dead", 1))}
+              for name, parts in (("events", 2), ("requests", 2), ("decisions", 2), ("alerts", 1), ("dead", 1),
+                                           ("status", 1))}
     conf = {**common.BENCH_CONF,
             "engine.kafka.bootstrapServers": bootstrap,
             "engine.kafka.eventsTopic": topics["events"], "engine.kafka.requestsTopic": topics["requests"],
             "engine.kafka.decisionsTopic": topics["decisions"], "engine.kafka.alertsTopic": topics["alerts"],
-            "engine.kafka.deadLettersTopic": topics["dead"],
+            "engine.kafka.deadLettersTopic": topics["dead"], "engine.kafka.statusTopic": topics["status"],
             "engine.kafka.maxOffsetsPerTrigger": str(args.max_offsets),
             "engine.checkpointLocation": str(work / f"checkpoint-{pipeline}-{clusters}"),
             "engine.trigger.seconds": "1", **dict(item.split("=", 1) for item in args.set)}

@@ -204,7 +204,7 @@ def broker():
 
 def test_run_on_the_cluster_answers_every_request(cluster, wheel, node_python, broker, tmp_path):
     topics = {name: create_topic(broker.bootstrap, unique_topic_name(name), partitions=2)
-              for name in ("events", "requests", "decisions", "alerts", "dead-letters")}
+              for name in ("events", "requests", "decisions", "alerts", "dead-letters", "status")}
     requests = _creates("alpha", 25) + _creates("beta", 15)
     produce_records(broker.bootstrap, topics["events"],
                     [(r["cluster"], json.dumps(r)) for r in _bookies("alpha") + _bookies("beta")])
@@ -219,6 +219,8 @@ def test_run_on_the_cluster_answers_every_request(cluster, wheel, node_python, b
         f"engine.kafka.decisionsTopic={topics['decisions']}",
         f"engine.kafka.alertsTopic={topics['alerts']}",
         f"engine.kafka.deadLettersTopic={topics['dead-letters']}",
+        f"engine.kafka.statusTopic={topics['status']}",
+        "engine.metrics.port=0",
         f"engine.checkpointLocation={tmp_path / 'checkpoint'}",
         "",
     ]), encoding="utf-8")

@@ -199,7 +199,7 @@ class Job:
     def create(cls, bootstrap: str, tmp_path: Path, **extra: str) -> Job:
         topics = {name: create_topic(bootstrap, unique_topic_name(f"faults-{name}"), partitions=partitions)
                   for name, partitions in (("events", 1), ("requests", 1), ("decisions", 2), ("alerts", 1),
-                                           ("dead", 1))}
+                                           ("dead", 1), ("status", 1))}
         checkpoint = tmp_path / "checkpoint"
         conf = {**BASE_CONF,
                 "engine.kafka.bootstrapServers": bootstrap,
@@ -208,6 +208,8 @@ class Job:
                 "engine.kafka.decisionsTopic": topics["decisions"],
                 "engine.kafka.alertsTopic": topics["alerts"],
                 "engine.kafka.deadLettersTopic": topics["dead"],
+                "engine.kafka.statusTopic": topics["status"],
+                "engine.metrics.port": "0",
                 "engine.kafka.consumerGroup": "",
                 "engine.kafka.maxOffsetsPerTrigger": str(PER_TRIGGER),
                 "engine.checkpointLocation": str(checkpoint),

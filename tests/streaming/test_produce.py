@@ -9,7 +9,7 @@ from streaming.produce import main
 from streaming.topics import main as topics_main
 from tests.kafka_broker import consume_all, unique_topic_name
 
-KEYS = ("eventsTopic", "requestsTopic", "decisionsTopic", "alertsTopic", "deadLettersTopic")
+KEYS = ("eventsTopic", "requestsTopic", "decisionsTopic", "alertsTopic", "deadLettersTopic", "statusTopic")
 
 
 def _record(kind: str, cluster: str, n: int, **fields) -> str:

@@ -43,7 +43,7 @@ def _keyed(records):
 @pytest.fixture
 def topics(kafka_topic):
     return {name: kafka_topic(partitions=2, prefix=name) for name in
-            ("events", "requests", "decisions", "alerts", "dead")}
+            ("events", "requests", "decisions", "alerts", "dead", "status")}
 
 
 def _conf(kafka_bootstrap, topics, checkpoint):
@@ -57,6 +57,8 @@ def _conf(kafka_bootstrap, topics, checkpoint):
         "engine.kafka.decisionsTopic": topics["decisions"],
         "engine.kafka.alertsTopic": topics["alerts"],
         "engine.kafka.deadLettersTopic": topics["dead"],
+        "engine.kafka.statusTopic": topics["status"],
+        "engine.metrics.port": "0",
         "engine.kafka.consumerGroup": "",
         "engine.checkpointLocation": str(checkpoint),
         "engine.trigger.seconds": "0.5",

@@ -31,10 +31,11 @@ def _records(cluster: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]
 
 def test_run_exits_with_0_within_the_grace_period_plus_10_s_after_sigterm(kafka_bootstrap, kafka_topic, tmp_path):
     topics = {name: kafka_topic(partitions=2, prefix=name) for name in
-              ("events", "requests", "decisions", "alerts", "dead")}
+              ("events", "requests", "decisions", "alerts", "dead", "status")}
     conf = {"engine.kafka.bootstrapServers": kafka_bootstrap, "engine.kafka.eventsTopic": topics["events"],
             "engine.kafka.requestsTopic": topics["requests"], "engine.kafka.decisionsTopic": topics["decisions"],
             "engine.kafka.alertsTopic": topics["alerts"], "engine.kafka.deadLettersTopic": topics["dead"],
+            "engine.kafka.statusTopic": topics["status"], "engine.metrics.port": "0",
             "engine.kafka.consumerGroup": "", "engine.checkpointLocation": str(tmp_path / "checkpoint"),
             "engine.trigger.seconds": "0.5", "engine.stopGraceSeconds": str(GRACE_S)}
     properties = tmp_path / "run.properties"

@@ -8,7 +8,7 @@ import sys
 from streaming.topics import main
 from tests.kafka_broker import create_topic, unique_topic_name
 
-KEYS = ("eventsTopic", "requestsTopic", "decisionsTopic", "alertsTopic", "deadLettersTopic")
+KEYS = ("eventsTopic", "requestsTopic", "decisionsTopic", "alertsTopic", "deadLettersTopic", "statusTopic")
 
 
 def _conf(tmp_path, bootstrap: str) -> tuple[str, dict[str, str]]:
@@ -23,10 +23,10 @@ def test_create_makes_the_missing_topics_and_leaves_an_existing_one_alone(kafka_
     conf, names = _conf(tmp_path, kafka_bootstrap)
     create_topic(kafka_bootstrap, names["eventsTopic"], partitions=1)
 
-    assert main(["--conf", conf]) == 1                       # listing only: four are missing
+    assert main(["--conf", conf]) == 1                       # listing only: five are missing
     listed = capsys.readouterr().out.splitlines()
     assert listed[0] == f"{names['eventsTopic']}  (engine.kafka.eventsTopic): 1 partition, exists"
-    assert all(line.endswith(": missing") for line in listed[1:]) and len(listed) == 5
+    assert all(line.endswith(": missing") for line in listed[1:]) and len(listed) == len(KEYS)
 
     assert main(["--conf", conf, "--create", "--partitions", "2"]) == 0
     created = capsys.readouterr().out.splitlines()
@@ -35,7 +35,7 @@ def test_create_makes_the_missing_topics_and_leaves_an_existing_one_alone(kafka_
 
     assert main(["--conf", conf, "--create"]) == 0           # idempotent
     again = capsys.readouterr().out.splitlines()
-    assert [line.rsplit(", ", 1)[1] for line in again] == ["exists"] * 5
+    assert [line.rsplit(", ", 1)[1] for line in again] == ["exists"] * len(KEYS)
 
 
 def test_an_unreachable_broker_is_one_line_and_exit_2(tmp_path):
