@@ -77,6 +77,7 @@ from .audit import LedgerAudit
 from .health import TopologyHealth
 from .outputs import Output
 from .settings import ModelSettings
+from .status import StatusState
 from .timed import TimedChanges
 
 _KEEP: Any = object()
@@ -159,6 +160,8 @@ class ClusterModel(TimedChanges):
         # The ledger audit and the topology-health alerts (fed by `health.after_record`).
         self.audit = LedgerAudit(cluster, settings.audit_max_ledgers, settings.audit_ttl_s * 1000, settings.seed)
         self.health = TopologyHealth(cluster)
+        # Open ledger-alert counts (and the status record's emission state: `state.status`).
+        self.status = StatusState()
 
     # -- the policy ------------------------------------------------------------------------------
 
@@ -584,6 +587,11 @@ class ClusterModel(TimedChanges):
                 assert abs(theirs[bookie] - expiry) < 1e-6, f"{bookie}: expiry {theirs[bookie]} != {expiry}"
         policy.check_invariants()
         self.audit.check_invariants()
+        expected = StatusState()
+        expected.recount(self.audit.open_alerts())
+        assert self.status.open_ledger_alerts == expected.open_ledger_alerts, \
+            f"open ledger-alert counts {self.status.open_ledger_alerts} differ from the audit's " \
+            f"{expected.open_ledger_alerts}"
 
 
 def _rack_entry(facts: BookieFacts) -> dict[str, Any] | None:

@@ -92,6 +92,7 @@ def to_document(model: ClusterModel) -> dict[str, Any]:
         "policy_state": model.policy.export_state(),
         "audit": model.audit.export_state(),
         "health": model.health.export_state(),
+        "status": model.status.export_state(),
     }
 
 
@@ -241,6 +242,12 @@ def from_document(document: dict[str, Any], settings: ModelSettings) -> ClusterM
         model.health = TopologyHealth.adopt(model.cluster, model)
     else:
         model.health.import_state(document["health"])
+    # Optional (added within v4): without it, the open ledger alerts are counted once from the audit.
+    status = document.get("status")
+    if status is None:
+        model.status.recount(model.audit.open_alerts())
+    else:
+        model.status.import_state(status)
     model.rebuild_expiry_heaps()
     return model
 

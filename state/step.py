@@ -168,6 +168,8 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
             result.extend(after_record(model, record, before, emit_health=emit_events))
     if horizon_ms is not None and model is not None:
         result.extend(settle(model, horizon_ms, emit_health=emit_events))
+    if model is not None:
+        model.status.count(result)
     return StepResult(model, result)
 
 
