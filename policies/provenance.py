@@ -11,7 +11,7 @@ Shape (the same for every policy; docs/policies-rackaware.md "Provenance" has th
   one small dict.
 * `excluded`: `{reason: sorted bookie ids}`; reasons are the `EXCLUDED_*` constants below.
 * `relaxed`: machine-readable fallbacks that a later topology may make unnecessary (`{"rule": kind,
-  ...}`), read by the ledger audit to raise `placement.ledger.readhere_possible`.
+  ...}`), read by the ledger audit to raise `placement.ledger.re_adhere_possible`.
 * `constraint` (failed calls only): the rule that could not be met, in a short sentence.
 
 No policy quarantines bookies (BookKeeper's quarantine lives in the client's bookie watcher); a

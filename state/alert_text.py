@@ -15,11 +15,13 @@ from typing import Any
 from policies import Adherence, PlacementPolicy
 from policies.base import distinct_per_write_set
 
+from .outputs import ALERT_LEDGER_RE_ADHERE
+
 #: At most this many relaxation notes per ledger (adherence first, then the policy's fallbacks).
 MAX_RELAXED_NOTES = 5
 
-READHERE_ACTION = ("move the ledger to the suggested ensemble (bookie_replace of each listed position, or "
-                   "BookKeeper's auditor/autorecovery); it no longer needs the relaxed rule")
+RE_ADHERE_ACTION = ("move the ledger to the suggested ensemble (bookie_replace of each listed position, or "
+                    "BookKeeper's auditor/autorecovery); it no longer needs the relaxed rule")
 ADHERES_AGAIN = "the ensemble adheres again"
 NO_IMPROVING_CHANGE = "no change of bookies improves the ensemble"
 
@@ -132,7 +134,7 @@ def decision_hint(error: Mapping[str, str] | None, adherence: str | None,
     reason = "; ".join(fallbacks) if fallbacks else f"adherence {adherence}"
     if adherence == Adherence.FAIL.name:
         action = ("the ledger was placed against the placement rule: add bookies in more racks/regions (or bring "
-                  "back the missing ones); the audit raises placement.ledger.readhere_possible with a fix when one "
+                  f"back the missing ones); the audit raises {ALERT_LEDGER_RE_ADHERE} with a fix when one "
                   "exists. Turn on enforceMinNumRacksPerWriteQuorum to refuse such placements instead")
     else:
         action = ("the ledger meets only the soft rule (too few regions/zones for the desired spread); add "
@@ -144,7 +146,7 @@ __all__ = [
     "ADHERES_AGAIN",
     "MAX_RELAXED_NOTES",
     "NO_IMPROVING_CHANGE",
-    "READHERE_ACTION",
+    "RE_ADHERE_ACTION",
     "decision_hint",
     "describe_fail",
     "disallowed_problem",

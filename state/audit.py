@@ -20,11 +20,14 @@ Alerts (subject `ledger/<ledger_id>`, or `request/<request_id>` for a create wit
 
 * `placement.ledger.not_adhering`: an adhering (or never settled) ledger stops adhering. Clears
   when it adheres again, is re-placed or checked adhering, or is forgotten.
-* `placement.ledger.readhere_possible`: a ledger placed or checked under a relaxed rule (FAIL,
+* `placement.ledger.re_adhere_possible`: a ledger placed or checked under a relaxed rule (FAIL,
   MEETS_SOFT), or one whose alert had no fix, can now be fixed; or a ledger that adheres but was placed
   under a fallback the policy tags in `explain.relaxed` (a secondary isolation group, fewer racks,
   regions or zones than the rules want) no longer needs it: the fix removes the fallback. Clears as
   above; for a fallback, once the ensemble no longer depends on it (moved, or its bookies regrouped).
+  Its earlier name, `placement.ledger.readhere_possible`, is an alias for one release: a registry
+  restored from such a snapshot holds its open alerts under the new name (`state.registry`), so they
+  resolve under it with `resolves` naming the alert as opened.
 
 Opening alerts carry `relaxed` (sentences for people) and `relaxed_rules` (the tags the ledger still
 depends on, as objects; `AuditEntry.rules`).
@@ -40,7 +43,7 @@ Costs: the registry is indexed by bookie, so a change touching bookies `B` re-ch
 ledgers holding one of them (each O(E x WQ) plus a fix search on a transition). A change of a feature
 switch re-checks every ledger (O(ledgers)), as does nothing else. Ledgers waiting for a fix are
 re-examined after an improving change (a bookie joins or returns, a location or feature changes), at
-most `READHERE_BUDGET` of them per change, in key order from where the last pass stopped. The
+most `RE_ADHERE_BUDGET` of them per change, in key order from where the last pass stopped. The
 registry holds at most `engine.audit.maxLedgers` ledgers (least recently placed or checked go first)
 and forgets a ledger `engine.audit.ttlSeconds` after it was last placed or checked. Between
 micro-batches the registry is stored packed (`state.registry`); after a load an entry is built only
@@ -67,19 +70,18 @@ from policies import Adherence, PlacementError, PlacementPolicy
 
 from . import alert_text, outputs
 from .alert_text import relaxed_notes
-from .outputs import Output, jsonable
+from .outputs import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_RE_ADHERE, RESOLVED_SUFFIX, Output, jsonable
 from .registry import AuditEntry, LedgerRegistry, canonical_rule, new_entry
 from .seeding import seeded_random
 
-ALERT_LEDGER_NOT_ADHERING = "placement.ledger.not_adhering"
-ALERT_LEDGER_READHERE = "placement.ledger.readhere_possible"
-RESOLVED_SUFFIX = ".resolved"
-LEDGER_ALERT_TYPES = (ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE)
+#: The constant's name before the alert type was renamed; kept while code still imports it.
+ALERT_LEDGER_READHERE = ALERT_LEDGER_RE_ADHERE
+LEDGER_ALERT_TYPES = (ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_RE_ADHERE)
 
 _STRICT = Adherence.MEETS_STRICT.name
 
 #: Ledgers waiting for a fix examined per improving change (the rest wait for the next change).
-READHERE_BUDGET = 512
+RE_ADHERE_BUDGET = 512
 
 
 class MembershipView(Protocol):
@@ -309,7 +311,7 @@ class LedgerAudit:
         if not ordered:
             return []
         start = bisect.bisect_right(ordered, self.cursor)
-        batch = (ordered[start:] + ordered[:start])[:READHERE_BUDGET]
+        batch = (ordered[start:] + ordered[:start])[:RE_ADHERE_BUDGET]
         self.cursor = batch[-1] if len(batch) < len(ordered) else ""
         produced: list[Output] = []
         for key in batch:
@@ -349,12 +351,12 @@ class LedgerAudit:
                                        trigger))
             self._update_waiting(entry)
             return produced
-        if (improving and not entry.fix_known and ALERT_LEDGER_READHERE not in entry.open
+        if (improving and not entry.fix_known and ALERT_LEDGER_RE_ADHERE not in entry.open
                 and (not verdict.adhering or not strict or relaxed)):
             fix = self.suggest_fix(view, entry, verdict)
             if fix.get("possible") and (not verdict.adhering or fix.get("adherence") == Adherence.MEETS_STRICT.name):
                 entry.fix_known = True
-                produced.append(self._open(entry, ALERT_LEDGER_READHERE, verdict, fix, time_ms, view.version,
+                produced.append(self._open(entry, ALERT_LEDGER_RE_ADHERE, verdict, fix, time_ms, view.version,
                                            trigger))
         self._update_waiting(entry)
         return produced
@@ -491,9 +493,9 @@ class LedgerAudit:
 
     def _open(self, entry: AuditEntry, alert_type: str, verdict: Verdict, fix: Mapping[str, Any], time_ms: int,
               version: int, trigger: str) -> Output:
-        if alert_type == ALERT_LEDGER_READHERE:
+        if alert_type == ALERT_LEDGER_RE_ADHERE:
             severity = outputs.INFO
-            action = alert_text.READHERE_ACTION
+            action = alert_text.RE_ADHERE_ACTION
         else:
             severity = verdict.severity
             action = alert_text.fix_action(fix)
@@ -557,7 +559,7 @@ class LedgerAudit:
     def _update_waiting(self, entry: AuditEntry) -> None:
         # A ledger placed under a relaxation the topology may later make unnecessary waits too.
         waits = (entry.adhering is False or entry.adherence == Adherence.MEETS_SOFT.name
-                 or entry.rules) and not entry.fix_known and ALERT_LEDGER_READHERE not in entry.open
+                 or entry.rules) and not entry.fix_known and ALERT_LEDGER_RE_ADHERE not in entry.open
         if waits:
             self.waiting.add(entry.key)
         else:
@@ -639,8 +641,9 @@ def _disallowed_regions(policy: PlacementPolicy) -> frozenset[str]:
 __all__ = [
     "ALERT_LEDGER_NOT_ADHERING",
     "ALERT_LEDGER_READHERE",
+    "ALERT_LEDGER_RE_ADHERE",
     "LEDGER_ALERT_TYPES",
-    "READHERE_BUDGET",
+    "RE_ADHERE_BUDGET",
     "RESOLVED_SUFFIX",
     "AuditEntry",
     "LedgerAudit",

@@ -12,6 +12,9 @@ its id, a different request that reuses a `request_id` gets another one (no two 
 | `alert` | ("alert", type, cluster, subject, triggering record's time, decision or bookie id) |
 | `dead_letter` | ("dead_letter", cluster, source, raw text) |
 
+An alert type that was renamed keeps the id its first name gave (`ALERT_ID_TYPES`): the same input
+gives the same ids across the rename, so a consumer drops an alert delivered once under each name.
+
 Alerts are CloudEvents 1.0 objects; `data.severity` is `info`, `warning` or `error`.
 """
 
@@ -49,8 +52,29 @@ ALERT_DECISION_FAILED = "placement.decision.failed"
 ALERT_JOIN_FAILED = "placement.bookie.join_failed"
 ALERT_FLAPPING = "placement.bookie.flapping"
 ALERT_TYPES = (ALERT_NOT_ADHERING, ALERT_DECISION_FAILED, ALERT_JOIN_FAILED, ALERT_FLAPPING)
-# More types: state.audit (placement.ledger.*) and state.health (placement.bookie.default_rack,
-# placement.bookie.departure_pending); an alert that clears is followed by `<type>.resolved`.
+# The ledger audit's types (state.audit raises them).
+ALERT_LEDGER_NOT_ADHERING = "placement.ledger.not_adhering"
+ALERT_LEDGER_RE_ADHERE = "placement.ledger.re_adhere_possible"
+#: What `ALERT_LEDGER_RE_ADHERE` was called before (it read as "read here"). Kept for one release as an
+#: alias: the `alerts` and `compare` commands read both names, and a restored model's alerts opened
+#: under it resolve under the new name (`state.registry`).
+ALERT_LEDGER_RE_ADHERE_OLD_NAME = "placement.ledger.readhere_possible"
+# More types: state.health (placement.bookie.default_rack, placement.bookie.departure_pending); an
+# alert that clears is followed by `<type>.resolved`.
+RESOLVED_SUFFIX = ".resolved"
+
+#: Old alert type -> its current name, for the opening and the resolving event.
+ALERT_TYPE_ALIASES: Mapping[str, str] = {
+    ALERT_LEDGER_RE_ADHERE_OLD_NAME: ALERT_LEDGER_RE_ADHERE,
+    ALERT_LEDGER_RE_ADHERE_OLD_NAME + RESOLVED_SUFFIX: ALERT_LEDGER_RE_ADHERE + RESOLVED_SUFFIX,
+}
+#: Renamed alert type -> the name its ids are computed from (its first one).
+ALERT_ID_TYPES: Mapping[str, str] = {new: old for old, new in ALERT_TYPE_ALIASES.items()}
+
+
+def current_alert_type(alert_type: str) -> str:
+    """`alert_type` under its current name (an old name of `ALERT_TYPE_ALIASES` renamed, any other as it is)."""
+    return ALERT_TYPE_ALIASES.get(alert_type, alert_type)
 
 INFO = "info"
 WARNING = "warning"
@@ -342,7 +366,7 @@ def alert(*, alert_type: str, cluster: str, subject: str, time_ms: int, key: str
     bool, None, and lists and dicts of them) that the caller hands over; it becomes the body as it
     is, without the `jsonable` copy (the audit's alerts, built field by field).
     """
-    ident = alert_id(alert_type, cluster, subject, time_ms, key)
+    ident = alert_id(ALERT_ID_TYPES.get(alert_type, alert_type), cluster, subject, time_ms, key)
     body = data if ready else jsonable(data)
     body["severity"] = severity
     body["cluster"] = cluster
@@ -390,14 +414,21 @@ __all__ = [
     "ALERT",
     "ALERT_DECISION_FAILED",
     "ALERT_FLAPPING",
+    "ALERT_ID_TYPES",
     "ALERT_JOIN_FAILED",
+    "ALERT_LEDGER_NOT_ADHERING",
+    "ALERT_LEDGER_RE_ADHERE",
+    "ALERT_LEDGER_RE_ADHERE_OLD_NAME",
     "ALERT_NOT_ADHERING",
     "ALERT_TYPES",
+    "ALERT_TYPE_ALIASES",
     "DEAD_LETTER",
     "DECISION",
     "Output",
+    "RESOLVED_SUFFIX",
     "alert",
     "alert_id",
+    "current_alert_type",
     "dead_letter",
     "decision",
     "dead_letter_content",

@@ -32,6 +32,11 @@ packed registry wrote.
 
 Keys are not stored: a row's key is `ledger/<ledger_id>`, or `request/<request_id>` without a ledger
 id (`ledger_key`), and rows are found by ledger id or request id.
+
+Renamed alert types: a verdict row names each open alert by its type. A registry packed by an engine
+that used an old name (`outputs.ALERT_TYPE_ALIASES`) is read with the current names (`unpack` rewrites
+the distinct verdict texts that hold one, `apply_verdict_row` the rows of older forms), so the alert
+is resolved under its current name with `resolves` naming the id it was opened with.
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ import orjson
 from events.model import positional_builder
 from policies import Adherence
 
-from .outputs import jsonable
+from .outputs import ALERT_TYPE_ALIASES, current_alert_type, jsonable
 
 _STRICT = Adherence.MEETS_STRICT.name
 #: Prefix of the `relaxed` notes in which snapshots written before `AuditEntry.rules` existed kept the
@@ -132,14 +137,15 @@ def verdict_row(entry: AuditEntry) -> list[Any] | None:
 
 
 def apply_verdict_row(entry: AuditEntry, row: Sequence[Any]) -> None:
-    """Set the verdict fields from a `verdict_row` (or a five-field row of an older snapshot)."""
+    """Set the verdict fields from a `verdict_row` (or a five-field row of an older snapshot); open
+    alerts of a renamed type are held under its current name."""
     relaxed, entry.adhering, entry.adherence, entry.fix_known, opened = row[:5]
     if len(row) > 5:
         entry.relaxed = tuple(relaxed)
         entry.rules = tuple(canonical_rule(rule) for rule in row[5] if isinstance(rule, Mapping))
     else:
         entry.relaxed, entry.rules = split_legacy_notes(relaxed)
-    entry.open = dict(opened)
+    entry.open = {current_alert_type(alert_type): ident for alert_type, ident in opened.items()}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -156,12 +162,32 @@ def _verdict_text(entry: AuditEntry) -> str | None:
     snapshot; equal texts share one `extra` item.
     """
     row = verdict_row(entry)
-    if row is None:
-        return None
+    return None if row is None else _row_text(row)
+
+
+def _row_text(row: list[Any]) -> str:
     try:
         return orjson.dumps(row, option=orjson.OPT_SORT_KEYS).decode()
     except TypeError:          # orjson.JSONEncodeError: integers beyond 64 bits, lone surrogates
         return json.dumps(row, sort_keys=True, separators=(",", ":"))
+
+
+def _with_current_alert_types(texts: Sequence[str]) -> Sequence[str]:
+    """Verdict texts with each open alert of a renamed type under its current name (the texts of a
+    registry an engine using the old name packed), so they read and pack again as today's engine
+    writes them. Cost: a substring search per text; O(text) to rewrite one holding an old name."""
+    if not any(old in text for text in texts for old in ALERT_TYPE_ALIASES):
+        return texts
+    current = []
+    for text in texts:
+        if any(old in text for old in ALERT_TYPE_ALIASES):
+            row = json.loads(text)
+            opened = {current_alert_type(alert_type): ident for alert_type, ident in row[4].items()}
+            if opened != row[4]:
+                row[4] = opened
+                text = _row_text(row)
+        current.append(text)
+    return current
 
 
 #: Format-2 column widths, narrowest first: (name in the text, little-endian numpy type).
@@ -486,7 +512,7 @@ class LedgerRegistry:
         if state.get("packed") not in _READABLE_FORMATS:
             self._unpack_lists(state)
             return None
-        extra = state["extra"]
+        extra = _with_current_alert_types(state["extra"])
         if "extra_index" in state:              # format 2: each row names its text in the shared list
             extra = map(extra.__getitem__, _decode(state["extra_index"], "i"))
         self._set_base(list(state["bookies"]), _decode(state["ledger_ids"], "q"), list(state["request_ids"]),

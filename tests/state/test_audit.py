@@ -8,7 +8,7 @@ import pytest
 
 from state import MODEL_KEYS, ModelSettings
 from state.alert_text import narrowest_write_set, relaxed_notes
-from state.audit import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE, LedgerAudit, ledger_key, relaxation_rules
+from state.audit import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_RE_ADHERE, LedgerAudit, ledger_key, relaxation_rules
 from tests.state.helpers import CLUSTER, T0, Runner, location, lost, readonly, writable
 
 A1, A2, B1, B2, C1, C2 = "a1:3181", "a2:3181", "b1:3181", "b2:3181", "c1:3181", "c2:3181"
@@ -123,7 +123,7 @@ def test_stabilization_defers_the_verdict_until_the_departure_settles():
     assert alert["type"] == ALERT_LEDGER_NOT_ADHERING and alert["data"]["unavailable"] == [B1]
 
 
-def test_a_ledger_placed_under_a_relaxed_rule_gets_readhere_possible_when_the_topology_recovers():
+def test_a_ledger_placed_under_a_relaxed_rule_gets_re_adhere_possible_when_the_topology_recovers():
     runner = cluster(events=[writable(0, A1, "/a"), writable(0, A2, "/a")])
     audit = audit_of()
     # Only rack /a exists: the ensemble FAILs (the decision alert reported it); the audit tags it.
@@ -134,7 +134,7 @@ def test_a_ledger_placed_under_a_relaxed_rule_gets_readhere_possible_when_the_to
     assert "ledger/9" in audit.waiting
     assert change(audit, runner, lost(1_000, A2)) == [], "already reported by its decision; no new alert"
     [alert] = change(audit, runner, writable(2_000, B1, "/b"), improving=True)
-    assert alert["type"] == ALERT_LEDGER_READHERE
+    assert alert["type"] == ALERT_LEDGER_RE_ADHERE
     assert alert["subject"] == "ledger/9"
     assert alert["data"]["severity"] == "info"
     assert alert["data"]["fix"]["possible"] is True
@@ -144,11 +144,11 @@ def test_a_ledger_placed_under_a_relaxed_rule_gets_readhere_possible_when_the_to
     # The operator re-places the ledger on an adhering ensemble: the alert resolves.
     runner.run(writable(4_000, A2))
     [resolved] = remember(audit, runner, 9, [A1, B1], t=5_000, adherence="MEETS_STRICT")
-    assert resolved.payload["type"] == ALERT_LEDGER_READHERE + ".resolved"
+    assert resolved.payload["type"] == ALERT_LEDGER_RE_ADHERE + ".resolved"
     assert resolved.payload["subject"] == "ledger/9"
 
 
-def test_without_a_fix_the_alert_says_so_and_a_later_fix_raises_readhere_possible():
+def test_without_a_fix_the_alert_says_so_and_a_later_fix_raises_re_adhere_possible():
     runner = cluster(events=[writable(0, A1, "/a"), writable(0, B1, "/b")])
     audit = audit_of()
     remember(audit, runner, 4, [A1, B1])
@@ -156,7 +156,7 @@ def test_without_a_fix_the_alert_says_so_and_a_later_fix_raises_readhere_possibl
     assert alert["data"]["fix"]["possible"] is False
     assert "no fix is possible now" in alert["data"]["action"]
     [later] = change(audit, runner, writable(2_000, C1, "/c"), improving=True)
-    assert later["type"] == ALERT_LEDGER_READHERE
+    assert later["type"] == ALERT_LEDGER_RE_ADHERE
     assert later["data"]["fix"]["replace"][0]["with"] == C1
 
 

@@ -1,11 +1,11 @@
 """Ledgers placed under a fallback that still adhere: when the topology recovers so that
-the fallback is no longer needed, `placement.ledger.readhere_possible` fires once with a minimal fix, and
+the fallback is no longer needed, `placement.ledger.re_adhere_possible` fires once with a minimal fix, and
 it resolves like the other ledger alerts. Replayed scenarios through `state.step`; each test asserts the
 complete list of alert types a step produced, so an extra alert fails it."""
 
 import json
 
-from state.audit import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE
+from state.audit import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_RE_ADHERE
 from state.snapshot import dumps, from_document, loads, to_document
 from tests.state.helpers import Runner, check, create, location, lost, v2_audit, writable
 
@@ -42,17 +42,18 @@ def outage_then_placement(runner):
     return decided
 
 
-def test_isolation_primary_outage_then_recovery_fires_readhere_once_with_a_fix():
+def test_isolation_primary_outage_then_recovery_fires_re_adhere_once_with_a_fix():
     runner = isolated_cluster()
     decided = outage_then_placement(runner)
     rules = decided["explain"]["relaxed"]
     assert rules[0]["rule"] == "isolation" and rules[0]["admitted"] == "secondary"
 
     produced = runner.run(writable(4_000, P1, "/r1", group="g1"))            # the primary group recovers
-    assert sorted(types(runner, produced)) == [ALERT_LEDGER_NOT_ADHERING + RESOLVED, ALERT_LEDGER_READHERE]
-    [readhere] = runner.alerts(ALERT_LEDGER_READHERE, produced)
-    assert readhere["subject"] == "ledger/2", "never for ledger 1, placed without a fallback"
-    data = readhere["data"]
+    assert sorted(types(runner, produced)) == [ALERT_LEDGER_NOT_ADHERING + RESOLVED, ALERT_LEDGER_RE_ADHERE]
+    [re_adhere] = runner.alerts(ALERT_LEDGER_RE_ADHERE, produced)
+    assert re_adhere["type"] == "placement.ledger.re_adhere_possible"
+    assert re_adhere["subject"] == "ledger/2", "never for ledger 1, placed without a fallback"
+    data = re_adhere["data"]
     assert data["severity"] == "info" and data["adherence"] == "MEETS_STRICT"
     assert data["fix"]["possible"] is True and data["fix"]["adherence"] == "MEETS_STRICT"
     [move] = data["fix"]["replace"]
@@ -68,11 +69,11 @@ def test_isolation_primary_outage_then_recovery_fires_readhere_once_with_a_fix()
     assert runner.run(writable(5_000, P4, "/r1", group="g1")) == []
     # The operator moves the ledger; the check registers the new ensemble and resolves the alert.
     produced = runner.run(check(6_000, "moved", data["fix"]["ensemble"], 2, 2, ledger_id=2))
-    assert types(runner, produced) == [ALERT_LEDGER_READHERE + RESOLVED]
+    assert types(runner, produced) == [ALERT_LEDGER_RE_ADHERE + RESOLVED]
     [resolved] = runner.alerts(produced=produced)
-    assert resolved["subject"] == "ledger/2" and resolved["data"]["resolves"] == readhere["id"]
+    assert resolved["subject"] == "ledger/2" and resolved["data"]["resolves"] == re_adhere["id"]
     assert runner.run(lost(7_000, P4), writable(8_000, P4, "/r1", group="g1")) == []
-    assert runner.alerts(ALERT_LEDGER_READHERE) == [readhere], "fired exactly once"
+    assert runner.alerts(ALERT_LEDGER_RE_ADHERE) == [re_adhere], "fired exactly once"
 
 
 def test_nothing_fires_while_the_primary_group_is_still_too_small():
@@ -83,13 +84,13 @@ def test_nothing_fires_while_the_primary_group_is_still_too_small():
     assert runner.run(writable(3_600, "u1:3181", "/r3")) == []
     assert "ledger/2" in runner.model.audit.waiting
     produced = runner.run(writable(4_000, P1, "/r1", group="g1"))            # 3 primary bookies
-    assert sorted(types(runner, produced)) == [ALERT_LEDGER_NOT_ADHERING + RESOLVED, ALERT_LEDGER_READHERE]
-    [readhere] = runner.alerts(ALERT_LEDGER_READHERE, produced)
-    assert readhere["subject"] == "ledger/2"
-    assert [m["with"] for m in readhere["data"]["fix"]["replace"]] == [P1]
+    assert sorted(types(runner, produced)) == [ALERT_LEDGER_NOT_ADHERING + RESOLVED, ALERT_LEDGER_RE_ADHERE]
+    [re_adhere] = runner.alerts(ALERT_LEDGER_RE_ADHERE, produced)
+    assert re_adhere["subject"] == "ledger/2"
+    assert [m["with"] for m in re_adhere["data"]["fix"]["replace"]] == [P1]
 
 
-def test_a_ledger_placed_without_a_fallback_never_gets_readhere():
+def test_a_ledger_placed_without_a_fallback_never_gets_re_adhere():
     runner = isolated_cluster()
     runner.run(create(1_000, "plain", 3, 2, 2, ledger_id=1))
     assert runner.model.audit.entries["ledger/1"].relaxed == ()
@@ -105,11 +106,11 @@ def test_the_alert_resolves_when_the_relaxation_disappears_without_a_move():
     runner = isolated_cluster()
     outage_then_placement(runner)
     produced = runner.run(writable(4_000, P1, "/r1", group="g1"))
-    [readhere] = runner.alerts(ALERT_LEDGER_READHERE, produced)
+    [re_adhere] = runner.alerts(ALERT_LEDGER_RE_ADHERE, produced)
     produced = runner.run(location(5_000, S1, "/r1", group="g1"))
-    assert types(runner, produced) == [ALERT_LEDGER_READHERE + RESOLVED]
+    assert types(runner, produced) == [ALERT_LEDGER_RE_ADHERE + RESOLVED]
     [resolved] = runner.alerts(produced=produced)
-    assert resolved["data"]["resolves"] == readhere["id"]
+    assert resolved["data"]["resolves"] == re_adhere["id"]
     entry = runner.model.audit.entries["ledger/2"]
     assert entry.rules == (), "the relaxation is dropped from the ledger's rules"
     assert any("admitted secondary groups" in note for note in entry.relaxed), "the sentence still says how"
@@ -125,7 +126,7 @@ def test_a_snapshot_keeps_the_relaxation_waiting():
     assert runner.model.audit.entries["ledger/2"].rules == rules != ()
     assert "ledger/2" in runner.model.audit.waiting
     produced = runner.run(writable(4_000, P1, "/r1", group="g1"))
-    assert sorted(types(runner, produced)) == [ALERT_LEDGER_NOT_ADHERING + RESOLVED, ALERT_LEDGER_READHERE]
+    assert sorted(types(runner, produced)) == [ALERT_LEDGER_NOT_ADHERING + RESOLVED, ALERT_LEDGER_RE_ADHERE]
 
 
 def test_replaying_the_scenario_gives_identical_alert_ids():
@@ -149,7 +150,7 @@ def test_rack_outage_then_recovery_offers_to_spread_a_ledger_over_the_recovered_
     assert decided["explain"]["relaxed"] == [{"rule": "racks", "spanned": 2}]
     assert types(runner, produced) == []
     produced = runner.run(writable(3_000, "c1:3181", "/c"))
-    assert types(runner, produced) == [ALERT_LEDGER_READHERE]
+    assert types(runner, produced) == [ALERT_LEDGER_RE_ADHERE]
     fix = runner.alerts(produced=produced)[0]["data"]["fix"]
     [move] = fix["replace"]
     assert move["with"] == "c1:3181" and fix["adherence"] == "MEETS_STRICT"
@@ -166,10 +167,10 @@ def test_region_outage_then_recovery_offers_to_spread_a_single_region_ledger():
     assert decided["explain"]["relaxed"] == [{"rule": "regions", "spanned": 1}]
     assert types(runner, produced) == []
     produced = runner.run(writable(3_000, "y1:3181", "/y/rack1"))
-    assert types(runner, produced) == [ALERT_LEDGER_READHERE]
-    readhere = runner.alerts(produced=produced)[0]
-    assert [m["with"] for m in readhere["data"]["fix"]["replace"]] == ["y1:3181"]
-    assert readhere["data"]["fix"]["adherence"] == "MEETS_STRICT"
+    assert types(runner, produced) == [ALERT_LEDGER_RE_ADHERE]
+    re_adhere = runner.alerts(produced=produced)[0]
+    assert [m["with"] for m in re_adhere["data"]["fix"]["replace"]] == ["y1:3181"]
+    assert re_adhere["data"]["fix"]["adherence"] == "MEETS_STRICT"
 
 
 def test_a_snapshot_written_before_the_rules_field_still_loads_and_fires():
@@ -189,6 +190,6 @@ def test_a_snapshot_written_before_the_rules_field_still_loads_and_fires():
     assert [dict(rule) for rule in entry.rules] == rules and list(entry.relaxed) == relaxed
     assert "ledger/2" in runner.model.audit.waiting
     produced = runner.run(writable(4_000, P1, "/r1", group="g1"))
-    [readhere] = runner.alerts(ALERT_LEDGER_READHERE, produced)
-    assert readhere["data"]["relaxed_rules"] == rules
-    assert not any(note.startswith("rule ") for note in readhere["data"]["relaxed"])
+    [re_adhere] = runner.alerts(ALERT_LEDGER_RE_ADHERE, produced)
+    assert re_adhere["data"]["relaxed_rules"] == rules
+    assert not any(note.startswith("rule ") for note in re_adhere["data"]["relaxed"])
