@@ -11,6 +11,10 @@ last `--dedupe-window` ids are remembered and repeats are skipped.
 A readable line names the cluster and says what happened in a few words built from the alert's
 `data` (`describe`); `--json` prints the whole event. An unreachable broker or a missing topic stops
 the command with one line and exit code 2, as `run` does.
+
+A renamed alert type (`state.outputs.ALERT_TYPE_ALIASES`) is read under either name: its line is
+built alike, and `--type` with either name (or a prefix of it) matches events of both. Each event is
+printed with the type it carries.
 """
 
 from __future__ import annotations
@@ -24,7 +28,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TextIO
 from urllib.parse import unquote
 
-from state.outputs import ERROR, INFO, WARNING
+from state.outputs import (
+    ALERT_LEDGER_NOT_ADHERING,
+    ALERT_LEDGER_RE_ADHERE,
+    ALERT_LEDGER_RE_ADHERE_OLD_NAME,
+    ALERT_TYPE_ALIASES,
+    ERROR,
+    INFO,
+    WARNING,
+    current_alert_type,
+)
 
 from .config import ConfigError, load_conf
 from .settings import BOOTSTRAP_SERVERS, engine_settings
@@ -39,6 +52,15 @@ MAX_DETAIL = 160
 """Longest free-text part (a constraint, a problem, a reason) quoted in a readable line."""
 
 KAFKA_LOGGER = "kafka"
+
+ALERT_CLUSTER_SKEW = "placement.cluster.skew"
+SKEW_OFFENDERS_SHOWN = 2
+"""Offenders of a skew alert named in its line (the rest are counted)."""
+
+#: Each current alert type -> its old names (`ALERT_TYPE_ALIASES` read backwards).
+_OLD_NAMES: dict[str, list[str]] = {}
+for _old, _new in ALERT_TYPE_ALIASES.items():
+    _OLD_NAMES.setdefault(_new, []).append(_old)
 
 
 def event_from_kafka(value: bytes | None, headers: Iterable[tuple[str, bytes]] | None) -> dict[str, Any] | None:
@@ -89,12 +111,22 @@ def cluster_of(event: Mapping[str, Any]) -> str:
     return str(data.get("cluster") or unquote(str(event.get("source", "")).rpartition("/")[2]) or "?")
 
 
+def type_names(alert_type: str) -> list[str]:
+    """The names an alert type is known by: its current name first, then its old ones."""
+    current = current_alert_type(alert_type)
+    return [current, *_OLD_NAMES.get(current, ())]
+
+
 def matches(event: Mapping[str, Any], clusters: set[str], types: list[str], min_severity: str) -> bool:
+    """Whether the event passes the filters: one of `clusters` (any if empty), a type that one of
+    `types` is a prefix of (of its current or an old name; any if empty), and at least `min_severity`."""
     cluster = cluster_of(event)
     if clusters and cluster not in clusters:
         return False
-    if types and not any(str(event.get("type", "")).startswith(t) for t in types):
-        return False
+    if types:
+        names = type_names(str(event.get("type", "")))
+        if not any(name.startswith(prefix) for name in names for prefix in types):
+            return False
     return SEVERITIES.index(severity_of(event)) >= SEVERITIES.index(min_severity)
 
 
@@ -144,10 +176,30 @@ def _ledger_not_adhering(data: Mapping[str, Any]) -> str:
     return f"no longer adheres: {_problems(data)}; {_fix(data)}"
 
 
-def _ledger_readhere(data: Mapping[str, Any]) -> str:
+def _ledger_re_adhere(data: Mapping[str, Any]) -> str:
     if data.get("problems"):
         return f"placed under a relaxed rule ({_problems(data)}) and can now be fixed; {_fix(data)}"
     return f"adheres but still on a fallback it no longer needs; {_fix(data)}"
+
+
+def _share(value: Any) -> str:
+    return f"{float(value) * 100:.1f}%"
+
+
+_SKEW_SCOPES = {"create": "creates", "replace": "replacements"}
+
+
+def _cluster_skew(data: Mapping[str, Any]) -> str:
+    offenders = [o for o in data.get("offenders") or [] if isinstance(o, Mapping)]
+    if not offenders:
+        return _cut(data.get("message", ""))
+    named = "; ".join(f"{o['level']} {o['name']} takes {_share(o['observed_share'])} "
+                      f"(expected {_share(o['expected_share'])})" for o in offenders[:SKEW_OFFENDERS_SHOWN])
+    more = f" (+{len(offenders) - SKEW_OFFENDERS_SHOWN} more)" if len(offenders) > SKEW_OFFENDERS_SHOWN else ""
+    scope = data.get("scope", "?")
+    what = _SKEW_SCOPES.get(scope, f"{scope} placements")
+    over = f" over {data['placements']} placements" if data.get("placements") else ""
+    return f"{what} skewed{over}: {named}{more}"
 
 
 def _default_rack(data: Mapping[str, Any]) -> str:
@@ -180,15 +232,17 @@ def _departure_ended(data: Mapping[str, Any]) -> str:
 DESCRIPTIONS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "placement.decision.failed": _decision_failed,
     "placement.decision.not_adhering": _decision_not_adhering,
-    "placement.ledger.not_adhering": _ledger_not_adhering,
-    "placement.ledger.readhere_possible": _ledger_readhere,
+    ALERT_LEDGER_NOT_ADHERING: _ledger_not_adhering,
+    ALERT_LEDGER_RE_ADHERE: _ledger_re_adhere,
+    ALERT_LEDGER_RE_ADHERE_OLD_NAME: _ledger_re_adhere,
+    ALERT_CLUSTER_SKEW: _cluster_skew,
     "placement.bookie.default_rack": _default_rack,
     "placement.bookie.join_failed": _join_failed,
     "placement.bookie.flapping": _flapping,
     "placement.bookie.departure_pending": _departure_pending,
     "placement.bookie.departure_pending.resolved": _departure_ended,
 }
-"""One-line summaries by alert type, built from the `data` fields docs/alerts.md lists."""
+"""One-line summaries by alert type (and old name), built from the `data` fields docs/alerts.md lists."""
 
 
 def describe(event: Mapping[str, Any]) -> str:
@@ -200,7 +254,7 @@ def describe(event: Mapping[str, Any]) -> str:
     if build is not None:
         try:
             return build(data)
-        except (KeyError, TypeError, AttributeError):
+        except (KeyError, TypeError, AttributeError, ValueError):
             pass
     text = data.get("message") or data.get("summary") or data.get("reason") or ""
     if kind.endswith(".resolved") and data.get("reason"):

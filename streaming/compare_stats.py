@@ -10,9 +10,10 @@ the README, "Compare configurations"):
   `NOT_ENOUGH_BOOKIES`, else the error code (with the dead-letter reason of an `INVALID_REQUEST`);
 * the fallbacks taken (`explain["fallbacks"]`, the leading `position N: ` dropped so one rule is one
   line) and the relaxed rules (`explain["relaxed"]`);
-* ledger alerts opened and resolved (`placement.ledger.not_adhering`, `placement.ledger.readhere_possible`)
-  and the placement debt they describe over event time: ledgers not adhering and ledgers readherable,
-  a step series that changes at each open and resolve;
+* ledger alerts opened and resolved (`placement.ledger.not_adhering`, `placement.ledger.re_adhere_possible`,
+  also read under its old name `placement.ledger.readhere_possible`) and the placement debt they describe
+  over event time: ledgers not adhering and ledgers that could be re-adhered (`readherable` in
+  comparison.json), a step series that changes at each open and resolve;
 * write share per rack (network location) and per bookie against the expected share, with a
   chi-square skew statistic and its p-value, and the total variation distance;
 * replacement concentration while some rack has lost bookies;
@@ -56,9 +57,12 @@ from events import (
 )
 from policies.selection import capped_probabilities
 from policies.settings import KNOWN_KEYS
+from state.outputs import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_RE_ADHERE, ALERT_LEDGER_RE_ADHERE_OLD_NAME
 
 PLACEMENT_TYPES = ("ledger_create", "bookie_replace")
-LEDGER_ALERTS = {"placement.ledger.not_adhering": "not_adhering", "placement.ledger.readhere_possible": "readherable"}
+LEDGER_ALERTS = {ALERT_LEDGER_NOT_ADHERING: "not_adhering", ALERT_LEDGER_RE_ADHERE: "readherable",
+                 ALERT_LEDGER_RE_ADHERE_OLD_NAME: "readherable"}
+"""Ledger alert type (and old name) -> its figures' name in comparison.json."""
 TOP_TEXTS = 20
 """Distinct constraint and fallback texts kept per cluster (the rest are summed under `(other)`)."""
 DEBT_POINTS = 2000
@@ -335,10 +339,10 @@ def _count_decision(tally: _ClusterCounts, decision: Mapping[str, Any]) -> None:
 def _ledger_debt(alerts: list[tuple[int, int, str, str]]) -> dict[str, Any]:
     """Ledger alerts opened and resolved, and the open ones over time (a step series)."""
     alerts.sort()
-    open_now: dict[str, set[str]] = {name: set() for name in LEDGER_ALERTS.values()}
-    counts = {name: Counter() for name in LEDGER_ALERTS.values()}
+    open_now: dict[str, set[str]] = {name: set() for name in dict.fromkeys(LEDGER_ALERTS.values())}
+    counts = {name: Counter() for name in open_now}
     points: list[list] = []
-    area = dict.fromkeys(LEDGER_ALERTS.values(), 0.0)
+    area = dict.fromkeys(open_now, 0.0)
     last = None
     for at, _, kind, subject in alerts:
         name = LEDGER_ALERTS[kind.removesuffix(".resolved")]

@@ -112,7 +112,7 @@ def _summary_rows(figures: Mapping[str, Any], cluster: str) -> list[tuple[str, s
     rows += [("failed creates and replaces by constraint", key, n) for key, n in c["failures"]["by_constraint"].items()]
     rows.append(("relaxed rules", "ok decisions with a fallback", c["relaxed"]["decisions"]))
     rows += [("relaxed rules", f"relaxed rule {rule}", n) for rule, n in c["relaxed"]["rules"].items()]
-    for name, title in (("not_adhering", "ledgers not adhering"), ("readherable", "ledgers readherable")):
+    for name, title in (("not_adhering", "ledgers not adhering"), ("readherable", "ledgers that can be re-adhered")):
         alerts, debt = c["ledger_alerts"][name], c["debt"]
         rows += [("placement debt", f"{title}: opened / resolved", f"{alerts['opened']} / {alerts['resolved']}"),
                  ("placement debt", f"{title}: most at once / at the end",
@@ -192,7 +192,7 @@ def _style(label: str, comparison: Mapping[str, Any]) -> dict[str, Any]:
 def _debt_plot(comparison: Mapping[str, Any], columns: Sequence[str], cluster: str) -> str:
     plt = _pyplot()
     figure, axes = plt.subplots(2, 1, figsize=(11, 5.2), sharex=True)
-    for row, (index, title) in enumerate(((1, "ledgers not adhering"), (2, "ledgers readherable"))):
+    for row, (index, title) in enumerate(((1, "ledgers not adhering"), (2, "ledgers that can be re-adhered"))):
         for label in columns:
             c = comparison[label]["clusters"].get(cluster)
             points = c["debt"]["points"] if c else []

@@ -33,8 +33,8 @@ def test_a_line_names_time_severity_cluster_type_subject_and_the_problem():
     assert format_line(_documented("placement.ledger.not_adhering", "ledger/4711")) == (
         "2023-11-14T22:14:00.000Z ERROR   prod placement.ledger.not_adhering ledger/4711: no longer adheres: "
         "bk5:3181 is not registered (lost) (+1 more); no fix possible now")
-    assert format_line(_documented("placement.ledger.readhere_possible", "ledger/2")) == (
-        "2023-11-14T22:13:24.000Z INFO    c1 placement.ledger.readhere_possible ledger/2: adheres but still on "
+    assert format_line(_documented("placement.ledger.re_adhere_possible", "ledger/2")) == (
+        "2023-11-14T22:13:24.000Z INFO    c1 placement.ledger.re_adhere_possible ledger/2: adheres but still on "
         "a fallback it no longer needs; fix: replace s1:3181 with p1:3181 (MEETS_STRICT)")
     assert format_line(_documented("placement.decision.not_adhering", "create-2")) == (
         "2023-11-14T22:14:00.000Z WARNING prod placement.decision.not_adhering create-2: ledger_create for "
@@ -62,6 +62,39 @@ def test_a_failed_decision_quotes_the_first_clause_of_its_constraint_only():
     line = format_line(_documented("placement.decision.failed", "create-3"))
     assert "ledger_create for ledger 4713 failed with NOT_ENOUGH_BOOKIES: cannot place ensemble_size=7" in line
     assert "stabilized topology" not in line and line.endswith("...")
+
+
+def test_an_alert_under_the_old_name_of_re_adhere_possible_reads_alike_and_either_name_filters_both():
+    new = _documented("placement.ledger.re_adhere_possible", "ledger/2")
+    old = {**new, "type": "placement.ledger.readhere_possible"}
+    assert format_line(old) == format_line(new).replace("re_adhere_possible", "readhere_possible")
+    resolved_new = _documented("placement.ledger.re_adhere_possible.resolved", "ledger/4712")
+    resolved_old = {**resolved_new, "type": "placement.ledger.readhere_possible.resolved"}
+    for prefix in ("placement.ledger.readhere_possible", "placement.ledger.re_adhere_possible"):
+        assert all(matches(event, set(), [prefix], "info") for event in (new, old, resolved_new, resolved_old))
+    not_adhering = _documented("placement.ledger.not_adhering", "ledger/4711")
+    assert not matches(not_adhering, set(), ["placement.ledger.readhere_possible"], "info")
+    assert not matches(new, set(), ["placement.ledger.not_adhering"], "info")
+
+
+def test_a_skew_alert_names_its_scope_and_top_offenders_against_their_expected_share():
+    offenders = [{"level": "rack", "name": "/rack-a", "placements": 520, "observed_share": 0.52,
+                  "expected_share": 0.25, "z": 12.0},
+                 {"level": "bookie", "name": "bk1:3181", "placements": 200, "observed_share": 0.2,
+                  "expected_share": 1 / 12, "z": 13.2},
+                 {"level": "bookie", "name": "bk2:3181", "placements": 180, "observed_share": 0.18,
+                  "expected_share": 1 / 12, "z": 10.9}]
+    event = {"id": "s1", "type": "placement.cluster.skew", "source": "placement-engine/prod",
+             "subject": "cluster/prod", "time": "2023-11-14T22:14:00.000Z",
+             "data": {"scope": "replace", "window_decisions": 1000, "placements": 1000, "statistic": "z",
+                      "threshold": 5.3, "offenders": offenders, "message": "replacements concentrate",
+                      "severity": "warning", "cluster": "prod", "state": "firing"}}
+    assert format_line(event) == (
+        "2023-11-14T22:14:00.000Z WARNING prod placement.cluster.skew cluster/prod: replacements skewed over 1000 "
+        "placements: rack /rack-a takes 52.0% (expected 25.0%); bookie bk1:3181 takes 20.0% (expected 8.3%) "
+        "(+1 more)")
+    unreadable = {**event, "data": {**event["data"], "offenders": [{"level": "rack"}]}}
+    assert format_line(unreadable).endswith("cluster/prod: replacements concentrate")
 
 
 def test_the_cluster_comes_from_the_percent_encoded_source_when_data_has_none():

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from streaming.compare import plan, run_compare
-from streaming.compare_stats import chi_square, chi_square_p_value
+from streaming.compare_stats import chi_square, chi_square_p_value, configuration_figures
 from streaming.config import ConfigError
 from tests.streaming.compare_scenario import write_scenario
 
@@ -83,7 +83,7 @@ def test_comparison_equals_counts_from_the_outputs(compared):
         assert cluster["relaxed"]["rules"] == dict(Counter(r["rule"] for d in decisions
                                                            for r in d["explain"].get("relaxed", [])))
         for name, kind in (("not_adhering", "placement.ledger.not_adhering"),
-                           ("readherable", "placement.ledger.readhere_possible")):
+                           ("readherable", "placement.ledger.re_adhere_possible")):
             opened = [a for a in alerts if a["type"] == kind]
             resolved = [a for a in alerts if a["type"] == kind + ".resolved"]
             assert cluster["ledger_alerts"][name]["opened"] == len(opened) == summary["alerts"].get(kind, 0)
@@ -102,6 +102,29 @@ def test_comparison_equals_counts_from_the_outputs(compared):
         if search is not None:
             not_enough = sum(1 for d in failed if d["error"]["code"] == "NOT_ENOUGH_BOOKIES")
             assert search["failures"] == not_enough
+
+
+def test_alerts_under_the_old_name_of_re_adhere_possible_count_alike(compared, tmp_path):
+    _, out, _ = compared
+    renamed = tmp_path / "renamed"
+    for folder in ("decisions", "alerts", "dead-letters"):
+        (renamed / folder).mkdir(parents=True)
+        for path in sorted((out / LABELS[0] / folder).glob("*.jsonl")):
+            text = path.read_text(encoding="utf-8")
+            (renamed / folder / path.name).write_text(
+                text.replace('"placement.ledger.re_adhere_possible', '"placement.ledger.readhere_possible'),
+                encoding="utf-8")
+    assert "placement.ledger.readhere_possible" in "".join(
+        path.read_text(encoding="utf-8") for path in (renamed / "alerts").glob("*.jsonl"))
+
+    def figures(where: Path) -> dict:
+        cluster = configuration_figures(where, {}, default_location="/default-rack", disk_weighted=False,
+                                        max_multiple=3).clusters["demo"]
+        return {"ledger_alerts": cluster["ledger_alerts"], "debt": cluster["debt"]}
+
+    counted = figures(out / LABELS[0])
+    assert counted["ledger_alerts"]["readherable"]["opened"] > 0
+    assert figures(renamed) == counted
 
 
 def test_the_complete_search_replays_only_the_configuration_that_failed(compared):
