@@ -6,9 +6,10 @@ comes back, bookies switching to read-only and back, a rack change, thousands of
 bookie replaces and ensemble checks, and a few malformed records that must land in the dead letters.
 
 Everything stays in one folder (`--out`, else a new temporary one that is kept): the input, the outputs
-as `replay` writes them, and the configuration (`demo.properties`) with which `replay` reproduces them.
+as `replay` writes them (the cluster's status records included, which `placement-engine status --dir`
+reads), and the configuration (`demo.properties`) with which `replay` reproduces them.
 The summary separates the adherence of the ensembles the engine placed from that of the existing
-ensembles it was asked to check.
+ensembles it was asked to check. Progress goes to stderr as `replay` shows it (`streaming.progress`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from events import format_time
 
 from .config import load_conf
+from .progress import progress_for
 from .settings import DEMO_CONF, engine_settings
 
 REGIONS = ("region-a", "region-b", "region-c")
@@ -132,7 +134,8 @@ def write_input(records: list[dict], path: Path) -> None:
 
 
 def _progress(update: dict, stream=None) -> None:
-    """One progress line per micro-batch: rewritten in place on a terminal, a line each in a log."""
+    """One progress line per micro-batch, with its output counts: rewritten in place on a terminal, a line
+    each in a log (`compare` shows each configuration's replay with it)."""
     stream = stream if stream is not None else sys.stderr
     done = update.get("decision", 0)
     line = (f"  batch {update['batch']:>3}: {done} decisions, {update.get('alert', 0)} alerts, "
@@ -225,8 +228,11 @@ def print_summary(summary: dict, out: Path, kept: bool, conf_file: Path,
     for name, count in dead.items():
         if name != "total":
             print(f"    {name:<44} {count}")
+    print(f"  status records (the cluster's counts when they changed): {summary['status_records']}; "
+          f"the latest: placement-engine status --dir {out} --cluster {CLUSTER}")
     where = "" if kept else " (a new temporary folder; it is not deleted: remove it when done)"
-    print(f"  files in {out}{where}: input/, decisions/, alerts/, dead-letters/, summary.json, {CONF_FILE}")
+    print(f"  files in {out}{where}: input/, decisions/, alerts/, dead-letters/, status/, summary.json, "
+          f"{CONF_FILE}")
     print(f"  same input again: placement-engine replay --conf {conf_file} --events {out / 'input'} "
           f"--out {out / 'replay'}")
 
@@ -249,7 +255,7 @@ def run_demo(args: argparse.Namespace) -> int:
           f"({len(REGIONS)} regions x {RACKS_PER_REGION} racks x {BOOKIES_PER_RACK} bookies), "
           f"policy {settings.configured_policy}; starting local Spark...", file=sys.stderr)
     spark = engine_session(settings, "placement-engine-demo")
-    summary = run_replay(spark, settings, [out / "input"], out, progress=_progress)
+    summary = run_replay(spark, settings, [out / "input"], out, display=progress_for(args), label="demo")
     print_summary(summary, out, kept=bool(args.out), conf_file=conf_file)
     print(f"  total wall time {time.monotonic() - started:.1f} s")
     return 0

@@ -19,8 +19,12 @@ cluster and shard (`stateful.HORIZON_PART`) that settles its model up to the lat
 whole input, so a stabilization delay or flap window that ended after a cluster's last record, but
 before the recording ends, is reported, as an idle tick of the `run` job would report it.
 
-Outputs: `DIR/decisions/`, `DIR/alerts/`, `DIR/dead-letters/` (JSON lines, one file per batch and kind)
-and `DIR/summary.json`.
+Outputs: `DIR/decisions/`, `DIR/alerts/`, `DIR/dead-letters/`, `DIR/status/` (the clusters' status
+records; JSON lines, one file per batch and kind) and `DIR/summary.json`.
+
+Progress (`streaming.progress`): reading the input is metered in bytes (its files' sizes are the total),
+replaying in records (the spool's count is the total; a micro-batch is one spool file, so the driver knows
+the records done when it writes a batch's outputs).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +50,7 @@ from events import parse_time_ms
 from .config import ConfigError
 from .job import place_packed
 from .packed import PACK_BYTES, PACK_SIZE, SUMMARY, last_value, pack, route, top_level
+from .progress import BYTES, ProgressDisplay
 from .schemas import INPUT_TYPES
 from .session import use_local_checkpoint_writer
 from .settings import EngineSettings
@@ -52,7 +58,7 @@ from .stateful import HORIZON_PART, INVALID_UTF8
 
 log = logging.getLogger(__name__)
 
-OUTPUT_DIRS = {"decision": "decisions", "alert": "alerts", "dead_letter": "dead-letters"}
+OUTPUT_DIRS = {"decision": "decisions", "alert": "alerts", "dead_letter": "dead-letters", "status": "status"}
 SPOOL_SUFFIX = ".tsv"
 
 
@@ -132,9 +138,29 @@ def end_of_input(keyed: Sequence[tuple], max_future_skew_ms: int | None) -> int:
     return max(latest.values(), default=-1)
 
 
+@dataclass(frozen=True, slots=True)
+class Spool:
+    """What `write_spool` wrote: `records` in all, and after each spool file (in the order the replay
+    reads them, one per micro-batch) the records written so far (`ends`)."""
+
+    records: int
+    ends: tuple[int, ...]
+
+    def done_after(self, batch: int) -> int:
+        """Records replayed once micro-batch `batch` (= spool file `batch`) is written."""
+        if not self.ends:
+            return 0
+        return self.ends[min(max(batch, 0), len(self.ends) - 1)]
+
+
+READ_REPORT_LINES = 10_000
+"""`write_spool` reports the bytes it has read every this many lines."""
+
+
 def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards: int = 1,
-                bytes_per_file: int = 1 << 62, max_future_skew_ms: int | None = None) -> int:
-    """Merge the inputs into time-ordered, routed, packed spool files; return the record count.
+                bytes_per_file: int = 1 << 62, max_future_skew_ms: int | None = None,
+                on_read: Callable[[int], None] | None = None) -> Spool:
+    """Merge the inputs into time-ordered, routed, packed spool files.
 
     A spool file holds at most `records_per_file` records and `bytes_per_file` bytes of record text
     (UTF-8), a longer record alone. A spool line is `base64(cluster) \t shard \t first seq \t packed
@@ -142,12 +168,20 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards
     about `PACK_BYTES` of text of one spool file; an entry is `[seq, file index, line, text]`. After
     the records, one end-of-input marker per cluster and shard: the entry `[seq, HORIZON_PART, horizon_ms, ""]`
     (see `end_of_input`).
+
+    Args:
+        on_read: called with the bytes read so far, every `READ_REPORT_LINES` lines and after each file.
     """
     keyed: list[tuple[int, int, int, str, str, Sequence[int], int]] = []
+    read = 0
     for index, name in enumerate(files):
         last = -1
         with open(name, encoding="utf-8", errors="surrogateescape", newline="\n") as handle:
             for number, line in enumerate(handle, start=1):
+                if on_read is not None:
+                    read += len(line) if line.isascii() else len(line.encode("utf-8", "surrogateescape"))
+                    if number % READ_REPORT_LINES == 0:
+                        on_read(read)
                 text = line.rstrip("\r\n")
                 if not text.strip():
                     continue
@@ -167,6 +201,8 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards
                 if invalid:  # an INVALID_ENCODING dead letter, not a record (stateful.INVALID_UTF8)
                     text = INVALID_UTF8 + text
                 keyed.append((at, index, number, text, cluster, targets, size))
+        if on_read is not None:
+            on_read(read)
     keyed.sort(key=lambda item: (item[0], item[1], item[2]))
     spool.mkdir(parents=True, exist_ok=True)
     bounds = batch_bounds([item[6] for item in keyed], max(records_per_file, 1), max(bytes_per_file, 1))
@@ -186,6 +222,7 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards
         files_written += 1
 
     clusters: set[str] = set()
+    ends: list[int] = []
     for start, end in bounds:
         groups: dict[tuple[str, int], list] = {}
         for seq in range(start, end):
@@ -195,6 +232,7 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards
             for shard in targets:
                 groups.setdefault((cluster, shard), []).append((seq, index, number, text))
         write(groups)
+        ends.append(end)
     log.info("replay: %d records in %d micro-batches (at most %d records and %d bytes each)", len(keyed),
              len(bounds), records_per_file, bytes_per_file)
     horizon = end_of_input(keyed, max_future_skew_ms)
@@ -202,7 +240,8 @@ def write_spool(files: Sequence[str], spool: Path, records_per_file: int, shards
         seq = len(keyed)
         write({(cluster, shard): [(seq, HORIZON_PART, horizon, "")]
                for cluster in sorted(clusters) for shard in range(max(shards, 1))})
-    return len(keyed)
+        ends.append(len(keyed))
+    return Spool(len(keyed), tuple(ends))
 
 
 @dataclass
@@ -238,13 +277,22 @@ class ReplaySummary:
             "errors": dict(sorted(self.errors.items())),
             "alerts": {"total": self.outputs["alert"], **dict(sorted(self.alerts.items()))},
             "dead_letters": {"total": self.outputs["dead_letter"], **dict(sorted(self.dead_letters.items()))},
+            "status_records": self.outputs["status"],
             **extra,
         }
 
 
 def run_replay(spark: SparkSession, settings: EngineSettings, events: Sequence[str | Path], out: str | Path,
-               progress: Callable[[dict], None] | None = None) -> dict:
-    """Replay `events` through the job into `out`; return the summary (also written to summary.json)."""
+               progress: Callable[[dict], None] | None = None, display: ProgressDisplay | None = None,
+               label: str = "replay") -> dict:
+    """Replay `events` through the job into `out`; return the summary (also written to summary.json).
+
+    Args:
+        progress: called after each micro-batch with `{"batch", "records" (in all), "done" (records
+            replayed so far), and the output counts so far by kind}`.
+        display: where to show progress (`streaming.progress`): reading the input, then the records
+            replayed; `label` starts its lines. None: no progress shown.
+    """
     started = time.monotonic()
     files = input_files(events)
     out_dir = Path(out)
@@ -255,9 +303,15 @@ def run_replay(spark: SparkSession, settings: EngineSettings, events: Sequence[s
     work = Path(tempfile.mkdtemp(prefix="replay-", dir=out_dir))
     summary = ReplaySummary()
     try:
-        summary.records = write_spool(files, work / "spool", settings.replay_records_per_trigger,
-                                      settings.shards_per_cluster, settings.replay_bytes_per_trigger,
-                                      settings.model.max_future_skew_ms)
+        reading = None
+        if display is not None:
+            reading = display.meter(f"{label} (reading input)", sum(os.path.getsize(name) for name in files), BYTES)
+        with reading or nullcontext():
+            spool = write_spool(files, work / "spool", settings.replay_records_per_trigger,
+                                settings.shards_per_cluster, settings.replay_bytes_per_trigger,
+                                settings.model.max_future_skew_ms, reading.update if reading else None)
+        summary.records = spool.records
+        meter = display.meter(label, spool.records) if display is not None else None
         lines = spark.readStream.format("text").option("maxFilesPerTrigger", 1).load(str(work / "spool"))
         parts = F.split(F.col("value"), "\t", 4)
         rows = lines.select(
@@ -284,14 +338,18 @@ def run_replay(spark: SparkSession, settings: EngineSettings, events: Sequence[s
                     target = out_dir / OUTPUT_DIRS[kind] / f"part-{batch_id:06d}.jsonl"
                     target.write_text("".join(v + "\n" for v in values), encoding="utf-8")
             summary.batches += 1
+            done = spool.done_after(batch_id)
+            if meter is not None:
+                meter.update(done)
             if progress is not None:
-                progress({"batch": batch_id, "records": summary.records, **summary.outputs})
+                progress({"batch": batch_id, "records": summary.records, "done": done, **summary.outputs})
 
         use_local_checkpoint_writer(spark, str(work / "checkpoint"))
-        query = (outputs.writeStream.foreachBatch(write_batch)
-                 .option("checkpointLocation", str(work / "checkpoint"))
-                 .trigger(availableNow=True).queryName(f"replay-{os.getpid()}-{id(summary)}").start())
-        query.awaitTermination()
+        with meter or nullcontext():
+            query = (outputs.writeStream.foreachBatch(write_batch)
+                     .option("checkpointLocation", str(work / "checkpoint"))
+                     .trigger(availableNow=True).queryName(f"replay-{os.getpid()}-{id(summary)}").start())
+            query.awaitTermination()
     finally:
         shutil.rmtree(work, ignore_errors=True)
     elapsed = time.monotonic() - started

@@ -20,6 +20,7 @@ SUMMARY = {
     "errors": {"INVALID_REQUEST": 2},
     "alerts": {"total": 3, "placement.decision.not_adhering": 3},
     "dead_letters": {"total": 2, "INVALID_QUORUM": 2},
+    "status_records": 4,
 }
 BY_REQUEST = {
     "ledger_create": Counter(total=230, MEETS_STRICT=227, FAIL=1),
@@ -49,8 +50,10 @@ def test_the_summary_says_where_the_files_are_that_a_temporary_folder_stays_and_
     conf = tmp_path / CONF_FILE
     print_summary(SUMMARY, tmp_path, kept=False, conf_file=conf, by_request=BY_REQUEST)
     lines = capsys.readouterr().out.splitlines()
+    assert lines[-3] == ("  status records (the cluster's counts when they changed): 4; the latest: "
+                         f"placement-engine status --dir {tmp_path} --cluster demo")
     assert lines[-2] == (f"  files in {tmp_path} (a new temporary folder; it is not deleted: remove it when done): "
-                         f"input/, decisions/, alerts/, dead-letters/, summary.json, {CONF_FILE}")
+                         f"input/, decisions/, alerts/, dead-letters/, status/, summary.json, {CONF_FILE}")
     assert lines[-1] == (f"  same input again: placement-engine replay --conf {conf} --events {tmp_path / 'input'} "
                          f"--out {tmp_path / 'replay'}")
     print_summary(SUMMARY, tmp_path, kept=True, conf_file=conf, by_request=BY_REQUEST)
@@ -71,7 +74,13 @@ def _digest(folder: Path) -> tuple[int, str]:
 def test_replay_with_the_written_configuration_reproduces_the_demo(spark, tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--requests", "60", "--seed", "3", "--out", str(out), "--set", "engine.seed=4"]) == 0
-    printed = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    printed = captured.out.splitlines()
+    # Progress went to stderr (not a terminal here: plain lines), ending with the whole input replayed.
+    records = len((out / "input" / "events.jsonl").read_text().splitlines())
+    [done] = [line for line in captured.err.splitlines() if line.startswith("demo: ")][-1:]
+    assert done.startswith(f"demo: {records}/{records} records (100%), done in "), done
+    assert not any(line.startswith("demo") for line in printed)
     [command] = [line.split(": ", 1)[1] for line in printed if line.startswith("  same input again: ")]
     words = shlex.split(command)
     assert words[:2] == ["placement-engine", "replay"]
