@@ -1,10 +1,11 @@
-"""`placement-engine topics --conf FILE [--create] [--partitions N] [--replication R]`: the job's five topics.
+"""`placement-engine topics --conf FILE [--create] [--partitions N] [--replication R]`: the job's six topics.
 
-One job: tell, for each topic the configuration names (`engine.kafka.*Topic`), whether it exists on the
-broker and with how many partitions, and with `--create` create the missing ones first. Creating is
-idempotent: a topic that exists is left as it is (its partitions are never changed), so the command can
-run before every start. Exit code 0 when all five exist afterwards, 1 when some are missing (listing
-only), 2 for a configuration error or a broker that does not answer (one line, as for every command).
+One job: tell, for each topic the configuration names (`engine.kafka.*Topic`: events, requests, decisions,
+alerts, dead letters and the clusters' status records), whether it exists on the broker and with how many
+partitions, and with `--create` create the missing ones first. Creating is idempotent: a topic that exists
+is left as it is (its partitions are never changed), so the command can run before every start. Exit code
+0 when all six exist afterwards, 1 when some are missing (listing only), 2 for a configuration error or a
+broker that does not answer (one line, as for every command).
 
 No Spark: one confluent-kafka admin client.
 """
@@ -116,7 +117,7 @@ def run_topics(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 def add_parser(sub: Any) -> None:
     """Register `topics` on the command line's subparsers."""
-    topics = sub.add_parser("topics", help="list the five topics the configuration names; --create creates "
+    topics = sub.add_parser("topics", help="list the six topics the configuration names; --create creates "
                             "the missing ones (exit 0 all exist, 1 some missing, 2 errors)")
     topics.add_argument("--conf", required=True, help="properties file (engine.kafka.* keys)")
     topics.add_argument("--create", action="store_true", help="create the missing topics (existing ones are "
