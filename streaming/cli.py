@@ -44,6 +44,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from .checkpoint import check_checkpoint
     from .job import check_topics, start_kafka_job
+    from .metrics import start_metrics
     from .query_start import start_query
     from .session import engine_session
     from .shutdown import StopSignals, serve_until_stopped, stop_spark
@@ -52,14 +53,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings.require_kafka()
     check_checkpoint(settings.checkpoint_location)
     check_topics(settings)
-    spark = engine_session(settings, "placement-engine")
-    query = start_query(lambda: start_kafka_job(spark, settings))
-    log.info("placement-engine running: %s + %s -> %s, %s, %s (checkpoint %s)", settings.events_topic,
-             settings.requests_topic, settings.decisions_topic, settings.alerts_topic,
-             settings.dead_letters_topic, settings.checkpoint_location)
-    with StopSignals() as signals:
-        serve_until_stopped(query, signals, settings.stop_grace_seconds)
-    stop_spark(spark)
+    metrics = start_metrics(settings)      # a port in use stops `run` here, before Spark starts
+    try:
+        spark = engine_session(settings, "placement-engine")
+        metrics.watch(spark, "placement-engine")
+        query = start_query(lambda: start_kafka_job(spark, settings, query_name="placement-engine"))
+        log.info("placement-engine running: %s + %s -> %s, %s, %s, %s (checkpoint %s)", settings.events_topic,
+                 settings.requests_topic, settings.decisions_topic, settings.alerts_topic,
+                 settings.dead_letters_topic, settings.status_topic, settings.checkpoint_location)
+        with StopSignals() as signals:
+            serve_until_stopped(query, signals, settings.stop_grace_seconds)
+        metrics.stop()
+        stop_spark(spark)
+    finally:
+        metrics.stop()
     return 0
 
 

@@ -23,6 +23,7 @@ from events import REQUEST_TYPES
 from events.limits import MAX_TIME_MS
 
 from .config import ConfigError
+from .metrics_rows import METRICS, OBSERVATION, ROWS
 from .output_limits import record_budget
 from .packed import routing_names
 from .schemas import EPOCH_MS_TYPE, INPUT_COLUMNS, INPUT_TYPES, KAFKA_HEADER_VALUE_TYPE, OUTPUT_DDL, STATE_DDL
@@ -131,13 +132,15 @@ def keyed_records(records: DataFrame, shards: int, *, with_time: bool = False) -
 
 
 def place(records: DataFrame, settings: EngineSettings, source_kind: str, files: Sequence[str] = (), *,
-          idle_ticks: bool = False, record_budget: int | None = None) -> DataFrame:
+          idle_ticks: bool = False, record_budget: int | None = None, metrics: bool = False) -> DataFrame:
     """Group normalised records by (cluster, shard) and run the cluster model over them.
 
     `idle_ticks` (the `run` job, with `engine.idleTickSeconds` > 0): an event-time watermark on the
     records' `time` (`engine.watermarkDelaySeconds` behind the latest) and processing-time timeouts
     settle idle clusters (see `streaming.stateful`). A replay ticks at the end of its input instead.
     `record_budget`: the largest dead letter the sink delivers (`streaming.output_limits`), None for none.
+    `metrics` (the `run` job): each group's call also emits a row of kind `streaming.metrics_rows.METRICS`,
+    which `observed_metrics` takes out before the sink.
 
     Returns a streaming DataFrame of `kind, cluster, id, value` (value = output JSON).
     """
@@ -149,7 +152,7 @@ def place(records: DataFrame, settings: EngineSettings, source_kind: str, files:
         keyed = keyed.withWatermark("event_time", f"{settings.watermark_delay_seconds} seconds")
         timeout = GroupStateTimeout.ProcessingTimeTimeout
     function = make_state_function(settings.model, source_kind, shards, files, tick_seconds,
-                                   settings.dead_letter_max_raw_bytes, record_budget)
+                                   settings.dead_letter_max_raw_bytes, record_budget, metrics=metrics)
     return keyed.groupBy("cluster", "shard").applyInPandasWithState(
         function, OUTPUT_DDL, STATE_DDL, "append", timeout)
 
@@ -320,8 +323,8 @@ def start_kafka_job(spark: SparkSession, settings: EngineSettings, query_name: s
     source offsets and every cluster's state, so a restart resumes where the last batch committed.
     """
     placed = place(kafka_records(spark, settings), settings, "kafka", idle_ticks=True,
-                   record_budget=dead_letter_budget(settings))
-    outputs = kafka_outputs(placed, settings)
+                   record_budget=dead_letter_budget(settings), metrics=True)
+    outputs = kafka_outputs(observed_metrics(placed), settings)
     use_local_checkpoint_writer(spark, settings.checkpoint_location)
     writer = outputs.writeStream.option("checkpointLocation", settings.checkpoint_location) \
         .trigger(processingTime=f"{settings.trigger_seconds} seconds").queryName(query_name)
@@ -329,6 +332,19 @@ def start_kafka_job(spark: SparkSession, settings: EngineSettings, query_name: s
     for key, value in sink_options(settings).items():
         writer = writer.option(key, value)
     return writer.outputMode("append").start()
+
+
+def observed_metrics(placed: DataFrame) -> DataFrame:
+    """`placed` without its metrics rows, which Spark gathers on the way (`DataFrame.observe`) and hands
+    to the driver with each micro-batch's progress: `observedMetrics[OBSERVATION][ROWS]`, the list of
+    the batch's rows (`streaming.metrics_rows`; read by `streaming.metrics`).
+
+    An observed aggregate is collected from the tasks that completed the micro-batch, so the counts are
+    those of the outputs the batch wrote; the rows never reach the sink.
+    """
+    is_metrics = F.col("kind") == METRICS
+    observed = placed.observe(OBSERVATION, F.collect_list(F.when(is_metrics, F.col("value"))).alias(ROWS))
+    return observed.filter(~is_metrics)
 
 
 def sink_options(settings: EngineSettings) -> dict[str, str]:

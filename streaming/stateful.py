@@ -52,8 +52,10 @@ from state.ordering import in_time_order
 from state.outputs import Output
 from state.settings import ModelSettings
 from state.snapshot import dumps, loads
+from state.status import status_gauges
 from state.step import step
 
+from .metrics_rows import OutputCounts
 from .output_limits import DEFAULT_MAX_RAW_BYTES, deliverable
 from .packed import pack_outputs, read_fields, routing_names, top_level, unpack
 from .worker_gc import paused_gc, tune_worker_gc
@@ -233,7 +235,8 @@ def _internal_error_outputs(item: Any, cluster: str, exc: Exception, settings: M
 def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settings: ModelSettings,
                  shard: int = 0, shards: int = 1, horizon_ms: int | None = None,
                  step_fn: Callable[..., Any] = step, cache_key: tuple | None = None,
-                 cache: ModelCache | None = None, origins: Mapping[int, Origin] | None = None) -> Stepped:
+                 cache: ModelCache | None = None, origins: Mapping[int, Origin] | None = None,
+                 keep_model: Callable[[Any], None] | None = None) -> Stepped:
     """`state.step` over one group's records (or an idle tick), with the engine's one catch-all (STYLE R8).
 
     A bug must not turn into a crash loop (Spark would re-run the same batch forever) nor lose a
@@ -245,6 +248,10 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     With a `cache_key` (and `cache`, by default this worker's `MODEL_CACHE`), the live model stored
     as `state` by an earlier call is reused instead of loading `state`, and the stepped model is kept
     for the next call; see `ModelCache`.
+
+    `keep_model`, when given, is called with the model the stored state holds (not for the
+    unreadable-cluster group, nor when a failing tick left the state as it was): the run job's
+    metrics row reads its gauges there, without loading the blob again.
 
     Returns:
         The new state blob (None for the unreadable-cluster group, which keeps no state), the
@@ -265,6 +272,8 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
         stepped = _stepped(result.model, list(result.outputs))
         if cache_key is not None:
             cache.put(cache_key, stepped.state, result.model)
+        if keep_model is not None:
+            keep_model(result.model)
         return stepped
     except Exception as exc:  # noqa: BLE001 - the per-request guard; everything else is typed
         if not items:
@@ -291,28 +300,33 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     if current is None or not cluster:
         return Stepped(current, produced, None)
     if horizon_ms is not None:
-        ticked = guarded_step(current, cluster, [], settings, shard, shards, horizon_ms, step_fn)
+        ticked = guarded_step(current, cluster, [], settings, shard, shards, horizon_ms, step_fn,
+                              keep_model=keep_model)
         return Stepped(ticked.state, produced + ticked.outputs, ticked.next_due_ms)
     model = model if model is not None else load_model(current, settings)
+    if keep_model is not None:
+        keep_model(model)
     return Stepped(current, produced, model.next_departure_due_ms())
 
 
 def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]], settings: ModelSettings,
                 shard: int = 0, shards: int = 1, horizon_ms: int | None = None,
                 step_fn: Callable[..., Any] = step, cache_key: tuple | None = None,
-                cache: ModelCache | None = None, origins: Mapping[int, Origin] | None = None) -> Iterator[Stepped]:
+                cache: ModelCache | None = None, origins: Mapping[int, Origin] | None = None,
+                keep_model: Callable[[Any], None] | None = None) -> Iterator[Stepped]:
     """`guarded_step` over the consecutive slices of one group's batch (`time_slices`), one `Stepped`
     per slice; the model is stored once, after the last slice (only the last `Stepped` has a state).
 
     The live model goes from slice to slice. When a slice raises, the state it started from is rebuilt
     (the stored state stepped through the slices before it, whose outputs were already handed on and
     come out the same again) and that slice and the rest are stepped by `guarded_step`, as if each had
-    been stored: the guard's record-by-record retry then starts from the right state.
+    been stored: the guard's record-by-record retry then starts from the right state. `keep_model`
+    is handed the model the last slice ends with (see `guarded_step`).
     """
     if len(parts) <= 1 or not cluster:
         for part in parts:
             yield guarded_step(state, cluster, part, settings, shard, shards, horizon_ms, step_fn,
-                               cache_key, cache, origins)
+                               cache_key, cache, origins, keep_model)
         return
     if cache_key is not None and cache is None:
         cache = MODEL_CACHE
@@ -335,6 +349,8 @@ def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]
         stepped = _stepped(model, list(result.outputs))
         if cache_key is not None:
             cache.put(cache_key, stepped.state, model)
+        if keep_model is not None:
+            keep_model(model)
         yield stepped
         return
     if applied:
@@ -345,7 +361,7 @@ def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]
     for number, part in enumerate(parts[failed - 1:], failed):
         last = number == len(parts)
         stepped = guarded_step(state, cluster, part, settings, shard, shards, horizon_ms if last else None,
-                               step_fn, origins=origins)
+                               step_fn, origins=origins, keep_model=keep_model if last else None)
         state = stepped.state
         yield stepped if last else Stepped(None, stepped.outputs, None)
 
@@ -356,13 +372,17 @@ def _stepped(model: Any, produced: list[Output]) -> Stepped:
 
 def make_state_function(settings: ModelSettings, source_kind: str, shards: int = 1,
                         files: Sequence[str] = (), tick_seconds: float = 0,
-                        max_raw_bytes: int = DEFAULT_MAX_RAW_BYTES, record_budget: int | None = None):
+                        max_raw_bytes: int = DEFAULT_MAX_RAW_BYTES, record_budget: int | None = None,
+                        metrics: bool = False):
     """Build the per-group function for the model `settings` (`EngineSettings.model`).
 
     `tick_seconds` > 0 arms idle ticks (the query must use `GroupStateTimeout.ProcessingTimeTimeout`
     and define an event-time watermark); 0 leaves idle clusters to their next record.
     Every dead letter leaves cut to `max_raw_bytes` of raw text and `record_budget` bytes in all
     (`streaming.output_limits`; None: no sink limit).
+    `metrics` (the `run` job only): every call that stepped the model ends with one metrics row, the
+    counts of the outputs it handed on and the model's gauges (`streaming.metrics_rows`); a timeout
+    that found nothing due (no model loaded) adds none.
     """
     files = list(files)
     packed = source_kind == SOURCE_PACKED
@@ -375,7 +395,14 @@ def make_state_function(settings: ModelSettings, source_kind: str, shards: int =
         cluster, shard = key[0], int(key[1]) % max(shards, 1)  # the key holds a spread label (streaming.job)
         stored = group_state.get if cluster and group_state.exists else None
         if group_state.hasTimedOut:
-            yield _frame(deliverable(on_tick(cluster, shard, stored, group_state), max_raw_bytes, record_budget))
+            kept: list[Any] = []
+            produced = deliverable(on_tick(cluster, shard, stored, group_state, kept.append), max_raw_bytes,
+                                   record_budget)
+            if metrics and kept:
+                counts = OutputCounts()
+                counts.add(produced)
+                produced.append(counts.to_output(cluster, shard, status_gauges(kept[-1])))
+            yield _frame(produced)
             return
         # The collector stays off for the group's whole call, the slices handed on included
         # (streaming.worker_gc): switched back on after each slice, its first young collection
@@ -389,12 +416,19 @@ def make_state_function(settings: ModelSettings, source_kind: str, shards: int =
         items, horizon_ms, origins = parse_group(cluster, list(frames))
         state = stored[0] if stored is not None else None
         parts = time_slices(items, SLICE_RECORDS) if cluster else [items]
+        kept: list[Any] = []
+        counts = OutputCounts() if metrics else None
         for stepped in step_slices(state, cluster, parts, settings, shard, shards, horizon_ms,
-                                   cache_key=(settings, cluster, shard, shards), origins=origins):
+                                   cache_key=(settings, cluster, shard, shards), origins=origins,
+                                   keep_model=kept.append if metrics else None):
             if stepped.state is not None:
                 _store(group_state, stepped)
             produced = deliverable(stepped.outputs, max_raw_bytes, record_budget)
+            if counts is not None:
+                counts.add(produced)
             yield pd.DataFrame(pack_outputs(produced)) if packed else _frame(produced)
+        if counts is not None:
+            yield _frame([counts.to_output(cluster, shard, status_gauges(kept[-1]) if kept else None)])
 
     def parse_group(cluster: str, chunks: list[pd.DataFrame]) -> tuple[list[Any], int | None, dict[int, Origin]]:
         """The group's records in the order Spark's columns give, parsed; the replay's horizon; and where
@@ -434,7 +468,8 @@ def make_state_function(settings: ModelSettings, source_kind: str, shards: int =
             origins[id(item)] = origin
         return items, horizon_ms, origins
 
-    def on_tick(cluster: str, shard: int, stored: tuple | None, group_state) -> list[Output]:
+    def on_tick(cluster: str, shard: int, stored: tuple | None, group_state,
+                keep_model: Callable[[Any], None]) -> list[Output]:
         if stored is None or stored[1] is None:
             return []
         blob, due = stored
@@ -443,7 +478,7 @@ def make_state_function(settings: ModelSettings, source_kind: str, shards: int =
             group_state.setTimeoutDuration(tick_ms)
             return []
         stepped = guarded_step(blob, cluster, [], settings, shard, shards, horizon,
-                               cache_key=(settings, cluster, shard, shards))
+                               cache_key=(settings, cluster, shard, shards), keep_model=keep_model)
         _store(group_state, stepped)
         return stepped.outputs
 
