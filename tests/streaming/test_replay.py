@@ -90,7 +90,8 @@ def test_replay_answers_every_request_and_dead_letters_bad_input(unset_manager, 
 def _outputs(out):
     return (sorted(_read(out, "decisions"), key=lambda d: d["id"]),
             sorted(_read(out, "alerts"), key=lambda a: a["id"]),
-            sorted(_read(out, "dead-letters"), key=lambda d: d["id"]))
+            sorted(_read(out, "dead-letters"), key=lambda d: d["id"]),
+            sorted(_read(out, "status"), key=lambda s: s["id"]))
 
 
 def test_replay_is_deterministic_across_runs_batch_sizes_files_and_shards(spark, tmp_path):
@@ -99,7 +100,8 @@ def test_replay_is_deterministic_across_runs_batch_sizes_files_and_shards(spark,
     write_input(records, single)
     reference = _outputs(_replay(spark, tmp_path, [single], "ref", **{"engine.replay.recordsPerTrigger": 100000})[0])
     assert len(reference[0]) >= 150
-    # Small batches: the same decisions, alerts and dead letters, with the same ids.
+    assert reference[3] and {s["type"] for s in reference[3]} == {"placement.cluster.status"}
+    # Small batches: the same decisions, alerts, dead letters and status records, with the same ids.
     assert _outputs(_replay(spark, tmp_path, [single], "small", **{"engine.replay.recordsPerTrigger": 40})[0]) \
         == reference
     # The same records split over two files (events in one, requests in the other) merge back in time order.
@@ -108,11 +110,14 @@ def test_replay_is_deterministic_across_runs_batch_sizes_files_and_shards(spark,
                 split / "a-events.jsonl")
     write_input([r for r in records if not r.get("type", "").startswith(("bookie", "cluster", "feature"))],
                 split / "b-requests.jsonl")
-    decisions, alerts, _ = _outputs(_replay(spark, tmp_path, [split], "split")[0])
-    assert decisions == reference[0] and alerts == reference[1]
-    # Sharding one cluster's requests over 3 keys gives the same decisions.
+    decisions, alerts, _, status = _outputs(_replay(spark, tmp_path, [split], "split")[0])
+    assert decisions == reference[0] and alerts == reference[1] and status == reference[3]
+    # Sharding one cluster's requests over 3 keys gives the same decisions and alerts. Status records are
+    # compared only between runs with equal shard counts: each shard writes its own (its requests' ledger
+    # counts and write share), so 3 shards write other records than 1 does, by design.
     sharded = _outputs(_replay(spark, tmp_path, [single], "sharded", **{"engine.shardsPerCluster": 3})[0])
     assert sharded[0] == reference[0] and sharded[1] == reference[1]
+    assert {(s["shard"], s["shards"]) for s in sharded[3]} == {(0, 3), (1, 3), (2, 3)}
 
 
 def test_the_end_of_a_replay_reports_a_delay_that_ended_after_a_cluster_went_quiet(spark, tmp_path):
@@ -159,7 +164,8 @@ def test_cli_replay_writes_the_contract_layout(spark, tmp_path, capsys):
                  "--set", "enforceMinNumRacksPerWriteQuorum=false"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["decisions"]["total"] == 4
-    for sub in ("decisions", "alerts", "dead-letters"):
+    assert summary["status_records"] == len(_read(out, "status"))
+    for sub in ("decisions", "alerts", "dead-letters", "status"):
         assert (out / sub).is_dir()
     assert (out / "summary.json").is_file()
 
