@@ -335,3 +335,23 @@ def test_every_metric_the_dashboard_queries_is_one_the_engine_exports():
     for panel in dashboard["panels"]:
         if panel["type"] != "row":
             assert panel["datasource"]["uid"] == "${DS_PROMETHEUS}", panel["title"]
+
+
+DOC = HERE.parents[1] / "docs" / "metrics.md"
+
+
+def test_every_exported_metric_is_documented_and_every_documented_one_exported():
+    documented = set(re.findall(r"^\| `(placement_\w+)` \|", DOC.read_text(encoding="utf-8"), flags=re.M))
+    metrics = _fed(RECORDED)
+    metrics.on_progress(_progress(len(RECORDED), [_row("c1")]))
+    families = {family.name + ("_total" if family.type == "counter" else "")
+                for family in metrics.registry.collect()}
+    assert documented == families
+
+
+def test_the_suggested_alert_rules_parse_and_name_exported_metrics():
+    text = DOC.read_text(encoding="utf-8")
+    exprs = re.findall(r"^ +expr: (.+)$", text, flags=re.M)
+    assert len(exprs) >= 8
+    named = {name for expr in exprs for name in _selectors(expr)}
+    assert named - _exported_names() == {"up"}        # `up`: Prometheus' own, per scrape target
