@@ -303,13 +303,11 @@ class EngineMetrics:
     def _export_cluster(self, label: str) -> None:
         """Set the gauges of one `cluster` label: ledger gauges summed over shards, topology gauges from
         the shard that reported last; for `_other`, sums over its clusters, without version or clock."""
-        names = self._members[label]
         totals: dict[str, int] = {}
-        latest: Mapping[str, int] = {}
-        for name in names:
+        newest: Mapping[str, int] = {}
+        for name in self._members[label]:
             shards = self._gauges[name].values()
             newest = max(shards, key=lambda entry: entry[0])[1]
-            latest = newest
             for key, value in newest.items():
                 if key not in LEDGER_GAUGES:
                     totals[key] = totals.get(key, 0) + value
@@ -324,9 +322,9 @@ class EngineMetrics:
         self.remembered.labels(label).set(totals.get("remembered_ledgers", 0))
         for key, alert_type in OPEN_LEDGER_ALERTS:
             self.open_ledger_alerts.labels(label, alert_type).set(totals.get(key, 0))
-        if label != OTHER_CLUSTERS:
-            self.topology_version.labels(label).set(latest.get("topology_version", 0))
-            self.clock.labels(label).set(latest.get("clock_ms", 0) / 1000)
+        if label != OTHER_CLUSTERS:                 # one cluster: `newest` is its latest row
+            self.topology_version.labels(label).set(newest.get("topology_version", 0))
+            self.clock.labels(label).set(newest.get("clock_ms", 0) / 1000)
 
 
 def _number(value: Any) -> float:
