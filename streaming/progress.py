@@ -91,7 +91,7 @@ class Meter:
         now = self._clock()
         if self._first is None:
             self._first = (now, done)
-        if now - self._last_line >= self._interval_s:
+        if now - self._last_line >= self._interval_s and done != self._total:  # the last line says done
             self._last_line = now
             self._write(self._line(now))
 
