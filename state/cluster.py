@@ -77,6 +77,7 @@ from .audit import LedgerAudit
 from .health import TopologyHealth
 from .outputs import Output
 from .settings import ModelSettings
+from .skew import SkewDetector
 from .status import StatusState
 from .timed import TimedChanges
 
@@ -160,8 +161,10 @@ class ClusterModel(TimedChanges):
         # The ledger audit and the topology-health alerts (fed by `health.after_record`).
         self.audit = LedgerAudit(cluster, settings.audit_max_ledgers, settings.audit_ttl_s * 1000, settings.seed)
         self.health = TopologyHealth(cluster)
-        # Open ledger-alert counts (and the status record's emission state: `state.status`).
+        # Open ledger-alert counts and the status record's emission state (`state.status`); the write
+        # share windows and skew alerts (`state.skew`).
         self.status = StatusState()
+        self.skew = SkewDetector(settings)
 
     # -- the policy ------------------------------------------------------------------------------
 
@@ -592,6 +595,10 @@ class ClusterModel(TimedChanges):
         assert self.status.open_ledger_alerts == expected.open_ledger_alerts, \
             f"open ledger-alert counts {self.status.open_ledger_alerts} differ from the audit's " \
             f"{expected.open_ledger_alerts}"
+        self.skew.check_invariants()
+        due = self.status.due_ms
+        assert due is None or (self.status.last_ms is not None and due == self.status.last_ms
+                               + self.settings.status_interval_ms), "status due off the interval's end"
 
 
 def _rack_entry(facts: BookieFacts) -> dict[str, Any] | None:

@@ -93,6 +93,7 @@ def to_document(model: ClusterModel) -> dict[str, Any]:
         "audit": model.audit.export_state(),
         "health": model.health.export_state(),
         "status": model.status.export_state(),
+        "skew": model.skew.export_state(),
     }
 
 
@@ -242,12 +243,15 @@ def from_document(document: dict[str, Any], settings: ModelSettings) -> ClusterM
         model.health = TopologyHealth.adopt(model.cluster, model)
     else:
         model.health.import_state(document["health"])
-    # Optional (added within v4): without it, the open ledger alerts are counted once from the audit.
+    # Optional (added within v4; an engine that does not know them ignores them): without the status,
+    # the open ledger alerts are counted once from the audit and the next record boundary emits a
+    # status record; without the skew windows, they start empty.
     status = document.get("status")
     if status is None:
         model.status.recount(model.audit.open_alerts())
     else:
         model.status.import_state(status)
+    model.skew.import_state(document.get("skew") or {})
     model.rebuild_expiry_heaps()
     return model
 

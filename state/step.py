@@ -53,6 +53,7 @@ from .ordering import in_time_order
 from .outputs import Output
 from .seeding import seeded_random
 from .settings import ModelSettings
+from .skew import SCOPE_CREATE, SCOPE_REPLACE
 
 NOT_ENOUGH_BOOKIES = "NOT_ENOUGH_BOOKIES"
 
@@ -76,21 +77,32 @@ def request_rng(seed: int, cluster: str, request_id: str) -> random.Random:
 
 
 
-def settle(model: ClusterModel, until_ms: int, *, emit_health: bool = True) -> list[Output]:
+def settle(model: ClusterModel, until_ms: int, *, emit_health: bool = True, shard: int = 0,
+           shards: int = 1) -> list[Output]:
     """Apply every timed change due at or before `until_ms`, each at its own time, and report it.
 
     The clock moves to each expiry time in turn, never to `until_ms` itself, so a record that comes
-    later with a time between the two is not late. Cost: O(log n) per expiry plus its observation.
+    later with a time between the two is not late. A status record due (`StatusState.due_ms`) is
+    emitted at its time too, before a timed change of a later time (it moves no clock). Cost: O(log n)
+    per expiry plus its observation.
     """
     produced: list[Output] = []
+    status = model.status
+    interval_ms = model.settings.status_interval_ms
     while True:
         due = model.next_expiry_ms()
+        status_due = status.due_ms
+        if status_due is not None and status_due <= until_ms and (due is None or status_due < due):
+            produced.extend(status.fire_due(model, shard=shard, shards=shards))
+            continue
         if due is None or due > until_ms:
             return produced
         alerts = model.expire_due(due)
-        if emit_health:
-            produced.extend(alerts)
-        produced.extend(after_expiry(model, emit_health=emit_health))
+        changes = alerts if emit_health else []
+        changes += after_expiry(model, emit_health=emit_health)
+        status.count(changes)
+        produced.extend(changes)
+        produced.extend(status.observe(model, interval_ms, shard=shard, shards=shards))
 
 
 def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], settings: ModelSettings, *,
@@ -137,13 +149,18 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
         raise ValueError("cluster: records need a cluster name")
     if model is not None:
         # Restored under a lower engine.audit.maxLedgers: forget the excess before anything else.
-        result.extend(model.audit.keep_bound(model.clock_ms, model.version))
+        forgotten = model.audit.keep_bound(model.clock_ms, model.version)
+        model.status.count(forgotten)
+        result.extend(forgotten)
+        # Restored with skew detection turned off: its open alerts are resolved.
+        result.extend(model.skew.keep_bound(model, shard=shard, shards=shards))
         # Restored under a shorter stabilization period, flap window or TTL: changes already due at
         # the clock (the policy dropped those leaves on restore) are applied and reported first.
         due = model.next_expiry_ms()
         if due is not None and due <= model.clock_ms:
-            result.extend(settle(model, model.clock_ms, emit_health=emit_events))
+            result.extend(settle(model, model.clock_ms, emit_health=emit_events, shard=shard, shards=shards))
     skew_ms = settings.max_future_skew_ms
+    interval_ms = settings.status_interval_ms
     for record in in_time_order(records):
         time_ms = record.time_ms
         if skew_ms is not None:
@@ -154,23 +171,43 @@ def step(model: ClusterModel | None, cluster: str, items: Sequence[Any], setting
                     result.extend(dead_letter_outputs(letter, cluster, settings))
                 continue
         due = model.next_expiry_ms()
-        if due is not None and due <= time_ms:
-            result.extend(settle(model, time_ms, emit_health=emit_events))
+        status_due = model.status.due_ms
+        if (due is not None and due <= time_ms) or (status_due is not None and status_due <= time_ms):
+            result.extend(settle(model, time_ms, emit_health=emit_events, shard=shard, shards=shards))
         model.advance(time_ms)
         if record.type in REQUEST_TYPES:
             # (`after_record` observes nothing for a request: it changes no topology.)
-            result.extend(answer(model, record))
+            changes = answer(model, record)
+            model.status.count(changes)
+            result.extend(changes)
+            if record.type != EnsembleCheck.type and model.skew.enabled:
+                result.extend(place(model, record, changes[0].payload, shard=shard, shards=shards))
         else:
             before = (model.writable, model.readonly, model.version)
             alerts = model.apply(record)
-            if emit_events:
-                result.extend(alerts)
-            result.extend(after_record(model, record, before, emit_health=emit_events))
+            changes = alerts if emit_events else []
+            changes += after_record(model, record, before, emit_health=emit_events)
+            model.status.count(changes)
+            result.extend(changes)
+        # A record boundary: the status record, if it is due (`state.status`).
+        result.extend(model.status.observe(model, interval_ms, shard=shard, shards=shards))
     if horizon_ms is not None and model is not None:
-        result.extend(settle(model, horizon_ms, emit_health=emit_events))
-    if model is not None:
-        model.status.count(result)
+        result.extend(settle(model, horizon_ms, emit_health=emit_events, shard=shard, shards=shards))
     return StepResult(model, result)
+
+
+def place(model: ClusterModel, request: LedgerCreate | BookieReplace, decided: Mapping[str, Any], *,
+          shard: int = 0, shards: int = 1) -> list[Output]:
+    """Count a placing decision in its skew window (`state.skew`): a create's ensemble, a replace's new
+    bookie; a failed decision placed nothing. Returns the skew alert it opened or resolved, if any.
+    Cost: O(E), plus the skew's own (`state.skew`)."""
+    if decided["status"] != outputs.OK:
+        return []
+    if isinstance(request, LedgerCreate):
+        scope, placed = SCOPE_CREATE, decided["ensemble"]
+    else:
+        scope, placed = SCOPE_REPLACE, [decided["bookie"]] if decided["bookie"] is not None else []
+    return model.skew.on_decision(model, scope, request, placed, request.request_id, shard=shard, shards=shards)
 
 
 def _sorted_tuple(bookies: frozenset[str]) -> tuple[str, ...]:
@@ -305,4 +342,4 @@ def answer(model: ClusterModel, request: LedgerCreate | BookieReplace | Ensemble
     return produced
 
 
-__all__ = ["StepResult", "answer", "dead_letter_outputs", "request_rng", "settle", "step", "too_far_ahead"]
+__all__ = ["StepResult", "answer", "dead_letter_outputs", "place", "request_rng", "settle", "step", "too_far_ahead"]
