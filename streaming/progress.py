@@ -17,14 +17,20 @@ only; stdout stays for results (the replay's JSON summary).
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from types import TracebackType
 from typing import TextIO
 
 INTERVAL_S = 10.0
 """Seconds between two plain progress lines when stderr is not a terminal."""
+
+FALLBACK_COLUMNS, FALLBACK_ROWS = 80, 24
+"""The size assumed of a terminal that does not say its own (tqdm draws nothing on 0 rows)."""
 
 RECORDS = "records"
 BYTES = "bytes"
@@ -70,11 +76,20 @@ class Meter:
         self._first: tuple[float, int] | None = None  # (time, done) of the first update
         self._closed = False
         self._bar = None
+        self._logging = ExitStack()
         if terminal:
             from tqdm import tqdm
+            from tqdm.contrib.logging import logging_redirect_tqdm
 
-            self._bar = tqdm(total=total, desc=label, file=stream, dynamic_ncols=True, mininterval=0.5,
+            # A terminal that reports no width (a pseudo-terminal nobody sized) would get an empty bar.
+            sized = _columns(stream) > 0
+            self._bar = tqdm(total=total, desc=label, file=stream, dynamic_ncols=sized,
+                             ncols=None if sized else FALLBACK_COLUMNS, nrows=None if sized else FALLBACK_ROWS,
+                             mininterval=0.5,
                              unit="B" if unit == BYTES else f" {unit}", unit_scale=True, leave=True)
+            if any(_is_console(handler) for handler in logging.root.handlers):
+                # Log lines are written above the bar while it is drawn, not into it.
+                self._logging.enter_context(logging_redirect_tqdm())
 
     @property
     def done(self) -> int:
@@ -104,6 +119,7 @@ class Meter:
             if self._total is not None and self._bar.n < self._total:
                 self._bar.update(self._total - self._bar.n)
             self._bar.close()
+            self._logging.close()
             return
         now = self._clock()
         elapsed = now - self._started
@@ -117,6 +133,7 @@ class Meter:
         self._closed = True
         if self._bar is not None:
             self._bar.close()
+            self._logging.close()
             return
         elapsed = self._clock() - self._started
         self._write(f"{self._label}: stopped at {self._fraction()} after {_duration(elapsed)}")
@@ -185,6 +202,18 @@ class ProgressDisplay:
         stream = self._stream if self._stream is not None else sys.stderr
         terminal = self._terminal if self._terminal is not None else _is_terminal(stream)
         return Meter(label, total, unit, stream, terminal, self._interval_s, self._clock)
+
+
+def _columns(stream: TextIO) -> int:
+    """The terminal's width in columns; 0 when it reports none."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
+
+
+def _is_console(handler: logging.Handler) -> bool:
+    return isinstance(handler, logging.StreamHandler) and handler.stream in (sys.stdout, sys.stderr)
 
 
 def _is_terminal(stream: TextIO) -> bool:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import fcntl
 import io
+import logging
 import os
 import pty
 import re
 import struct
+import sys
 import termios
 import threading
 
@@ -73,6 +75,54 @@ def test_work_that_fails_says_where_it_stopped_and_no_progress_writes_nothing():
     assert ProgressDisplay(log, enabled=False).meter("replay", 1000) is None
 
 
+class PseudoTerminal:
+    """A real pseudo-terminal: `stream` is its slave end (a terminal to whoever writes to it); `screen()`
+    closes it and returns what reached the master end."""
+
+    def __init__(self, columns: int | None = None) -> None:
+        self._master, slave = pty.openpty()
+        if columns is not None:
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+        self.stream = os.fdopen(slave, "w", encoding="utf-8", closefd=True)
+        self._received = bytearray()
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self._master, 65536)
+            except OSError:  # the slave end is closed
+                return
+            if not chunk:
+                return
+            self._received.extend(chunk)
+
+    def screen(self) -> str:
+        self.stream.close()
+        self._reader.join(timeout=30)
+        os.close(self._master)
+        return self._received.decode("utf-8", "replace")
+
+
+def test_a_terminal_that_reports_no_width_still_gets_a_bar_and_log_lines_go_above_it(monkeypatch):
+    terminal = PseudoTerminal(columns=None)
+    monkeypatch.setattr(sys, "stderr", terminal.stream)
+    console = logging.StreamHandler()                           # the command line's: on stderr, the terminal
+    monkeypatch.setattr(logging.root, "handlers", [console])
+    try:
+        with ProgressDisplay().meter("replay", 2000) as meter:
+            meter.update(1000)
+            logging.getLogger("tests.progress").warning("a line logged while the bar is drawn")
+            meter.update(2000)
+        assert logging.root.handlers == [console]               # put back once the bar is done
+    finally:
+        screen = terminal.screen()
+    assert re.search(r"replay: 100%\|█+\| 2\.00k/2\.00k \[", screen), screen
+    # On a line of its own, above the bar, rather than glued to the bar's end.
+    assert re.search(r"[\r\n]a line logged while the bar is drawn\r?\n", screen), screen
+
+
 def _replay_input(tmp_path):
     source = tmp_path / "in" / "events.jsonl"
     write_input(generate(400, seed=5), source)
@@ -105,33 +155,14 @@ def test_a_real_replay_writes_a_line_per_batch_and_a_last_line_with_the_whole_in
 
 def test_a_real_replay_on_a_terminal_draws_a_tqdm_bar(spark, tmp_path):
     source, records = _replay_input(tmp_path)
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))  # 40 rows, 120 columns
-    terminal = os.fdopen(slave, "w", encoding="utf-8", closefd=True)
-    received = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the terminal's other end is closed
-                return
-            if not chunk:
-                return
-            received.extend(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
+    terminal = PseudoTerminal(columns=120)
     try:
-        assert terminal.isatty()
-        run_replay(spark, engine_settings(CONF), [source], tmp_path / "out", display=ProgressDisplay(terminal))
+        assert terminal.stream.isatty()
+        run_replay(spark, engine_settings(CONF), [source], tmp_path / "out", display=ProgressDisplay(terminal.stream))
     finally:
-        terminal.close()
-        reader.join(timeout=30)
-        os.close(master)
-    screen = received.decode("utf-8", "replace")
+        screen = terminal.screen()
     assert "\r" in screen                                       # redrawn in place, not a line per update
-    assert re.search(rf"replay: 100%\|[^|]*\| {records}/{records} \[", screen), screen
+    assert re.search(rf"replay: 100%\|█+\| {records}/{records} \[", screen), screen
     assert "records/s]" in screen
     assert "replay (reading input): 100%" in screen
     assert "done in" not in screen                              # the plain lines are for logs only
