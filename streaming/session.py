@@ -8,6 +8,7 @@ Python workers run this interpreter and can import the project's packages, and r
 
 from __future__ import annotations
 
+import importlib.resources
 import os
 import re
 import sys
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlparse
 
+from py4j.protocol import Py4JError
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
@@ -69,6 +71,10 @@ Cost: one rename per checkpoint file, instead of a process started per file."""
 
 _LOG4J_CONF = Path(__file__).resolve().parent / "log4j2.properties"
 
+SPARK_DEFAULT_LOG_PROFILES = ("org/apache/spark/log4j2-defaults.properties",
+                              "org/apache/spark/log4j2-json-layout.properties")
+"""The log4j2 profiles Spark falls back to when its JVM was given no log configuration (INFO to the console)."""
+
 # The directory holding the project's top-level packages (policies/, events/, state/, streaming/).
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -84,6 +90,38 @@ def _prepare_python_workers() -> None:
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if _PROJECT_ROOT not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([*paths, _PROJECT_ROOT])
+
+
+def use_engine_log_config() -> bool:
+    """Switch a running driver JVM that logs with Spark's default profile to the engine's ``log4j2.properties``.
+
+    ``spark-submit`` starts the driver's JVM before this code runs, so the ``-Dlog4j2.configurationFile`` that
+    :func:`build_session` sets never reaches it: without a log configuration of the operator's (in
+    ``SPARK_CONF_DIR`` or ``--driver-java-options``), the JVM logs INFO, some forty lines as the SparkContext
+    starts. Called before the SparkContext starts, this loads the shipped file into the JVM's log4j2 (read
+    as a package resource, so a ``--py-files`` zip works too). Spark's logging is initialized first, silently:
+    left for later, it would load its default profile again as the SparkContext starts. A JVM with any
+    other configuration, the operator's or the engine's, is left as it is.
+
+    Returns:
+        Whether the configuration was replaced (False as well when no JVM runs yet, or the JVM refused).
+    """
+    if SparkContext._gateway is None:
+        return False
+    jvm = SparkContext._jvm
+    try:
+        context = jvm.org.apache.logging.log4j.LogManager.getContext(False)
+        location = context.getConfigLocation()
+        if location is None or not str(location.toString()).endswith(SPARK_DEFAULT_LOG_PROFILES):
+            return False
+        jvm.org.apache.spark.SparkConf(False).initializeLogIfNecessary(False, True)
+        text = importlib.resources.files(__package__).joinpath("log4j2.properties").read_bytes()
+        log4j = jvm.org.apache.logging.log4j.core.config
+        source = log4j.ConfigurationSource(jvm.java.io.ByteArrayInputStream(bytearray(text)))
+        context.reconfigure(log4j.properties.PropertiesConfigurationFactory().getConfiguration(context, source))
+    except Py4JError:      # another Spark or log4j2 than this was written for: its own logging stays
+        return False
+    return True
 
 
 def with_task_retries(master: str) -> str:
@@ -138,13 +176,14 @@ def build_session(master: str = "local[2]", app_name: str = "placement-engine",
     submitted = submitted_master()
     if submitted is None and master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    use_engine_log_config()
     _prepare_python_workers()
     builder = SparkSession.builder.appName(app_name)
     if submitted is None:
         builder = builder.master(with_task_retries(master))
     settings = {**DEFAULT_CONF, **(conf or {})}
     if "spark.driver.extraJavaOptions" not in settings:
-        # Read when the JVM starts: keep Spark's known harmless start-up notices out of the operator log.
+        # The shipped log configuration, read by a JVM this call starts (spark-submit's: `use_engine_log_config`).
         settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_LOG4J_CONF}"
     if java_options:
         settings["spark.driver.extraJavaOptions"] = f"{settings['spark.driver.extraJavaOptions']} {java_options}"
