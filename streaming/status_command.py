@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from events import format_time
+from state.status import STATUS_TYPE
 
 from .alert_consumer import CONNECT_TIMEOUT_S
 from .config import ConfigError, load_conf
 from .kafka_health import client_logging
 from .settings import BOOTSTRAP_SERVERS, EngineSettings, engine_settings
 
-STATUS_TYPE = "placement.cluster.status"
 STATUS_TOPIC_KEY = "engine.kafka.statusTopic"
 READ_GROUP = "placement-engine-status"
 """The consumer's group.id: librdkafka requires one; the command never joins nor commits to it."""
@@ -421,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-__all__ = ["STATUS_TYPE", "add_parser", "cluster_statuses", "combine", "latest_by_shard", "read_dir", "read_topic",
+__all__ = ["add_parser", "cluster_statuses", "combine", "latest_by_shard", "read_dir", "read_topic",
            "render", "run_status"]
 
 if __name__ == "__main__":
