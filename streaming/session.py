@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlparse
 
-from py4j.protocol import Py4JError
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
@@ -119,8 +118,8 @@ def use_engine_log_config() -> bool:
         log4j = jvm.org.apache.logging.log4j.core.config
         source = log4j.ConfigurationSource(jvm.java.io.ByteArrayInputStream(bytearray(text)))
         context.reconfigure(log4j.properties.PropertiesConfigurationFactory().getConfiguration(context, source))
-    except Py4JError:      # another Spark or log4j2 than this was written for: its own logging stays
-        return False
+    except Exception:      # noqa: BLE001 - py4j's errors: another Spark or log4j2 than this was written for
+        return False       # (a missing class or method); its own logging stays
     return True
 
 
