@@ -1,5 +1,5 @@
 """`placement-engine`: run (Kafka in, Kafka out), replay (files in, folders out), demo, alerts, check-conf,
-compare, produce, topics.
+compare, produce, topics, status.
 
 Configuration problems stop the command before Spark starts, with one line naming the key
 (exit code 2); they never surface as a Spark stack trace.
@@ -31,12 +31,13 @@ def _settings_with_warnings(args: argparse.Namespace) -> EngineSettings:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from .progress import progress_for
     from .replay import run_replay
     from .session import SHORT_RUN_JAVA_OPTIONS, engine_session
 
     settings = _settings_with_warnings(args)
     spark = engine_session(settings, "placement-engine-replay", SHORT_RUN_JAVA_OPTIONS)
-    summary = run_replay(spark, settings, args.events, args.out)
+    summary = run_replay(spark, settings, args.events, args.out, display=progress_for(args))
     print(json.dumps(summary, indent=2, sort_keys=True))
     return 0
 
@@ -77,6 +78,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .progress import add_progress_argument
+
     parser = argparse.ArgumentParser(prog="placement-engine",
                                      description="BookKeeper ensemble placement as a Spark streaming job")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -92,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a JSON-lines file or a folder of them (repeatable)")
     replay.add_argument("--out", required=True, metavar="DIR")
     replay.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    add_progress_argument(replay)
     replay.set_defaults(func=cmd_replay)
 
     demo = sub.add_parser("demo", help="generate a synthetic cluster and traffic, replay it, print a summary")
@@ -103,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="number of requests (ledger creates, replaces and checks)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the generated scenario")
     demo.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    add_progress_argument(demo)
     demo.set_defaults(func=cmd_demo)
 
     from .alert_consumer import add_parser as add_alerts_parser
@@ -120,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .topics import add_parser as add_topics_parser
 
     add_topics_parser(sub)
+    from .status_command import add_parser as add_status_parser
+
+    add_status_parser(sub)
     return parser
 
 
