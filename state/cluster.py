@@ -46,6 +46,9 @@ gets no request would retry later than one that does). The policy gets the listi
 them alone, O(rack info) for the others; the first hand-over after a snapshot restore is of the
 whole rack info (O(rack info)).
 
+It also carries the status record's state (`status`: `state.status`) and the write-skew windows
+(`skew`: `state.skew`), which the step feeds.
+
 The model reads its policy only through the `policies.PlacementPolicy` interface. Its timed changes
 (stabilization delays, flap windows, bookie-history TTLs and their expiry heaps) live in
 `state.timed.TimedChanges`, which the model extends.
@@ -179,6 +182,11 @@ class ClusterModel(TimedChanges):
     @property
     def default_location(self) -> str:
         return self.policy.default_location
+
+    def next_status_due_ms(self) -> int | None:
+        """When a status record is due at an interval's end (None: none due). An idle tick at or after
+        it emits the record (`state.step.settle`); see `state.status`."""
+        return self.status.due_ms
 
     # -- time ------------------------------------------------------------------------------------
 

@@ -5,7 +5,10 @@ passes (the streaming job's is zstd: `streaming.stateful.STATE_CODEC`). The poli
 the policy's own `export_state()` and are restored with `import_state()`; the ledger audit's registry
 in its packed form (`state.registry`: integer columns as base64 arrays, entries built only when read,
 so a load and a store cost little per remembered ledger); everything else is the model's
-(membership, facts, disk, features, pending leaves, flaps, counters, the clocks).
+(membership, facts, disk, features, pending leaves, flaps, counters, the clocks), with the status
+record's emission state and open ledger-alert counts (`state.status`) and the skew windows
+(`state.skew`: bookie and rack names tabled once, decisions as indices), so a restart goes on with the
+same status records and skew alerts.
 
 Versioning: `VERSION` is the format this engine writes. `loads` reads any older version by applying
 `MIGRATIONS[v]` (which turns a version-v document into a version-(v+1) one) until it reaches `VERSION`;

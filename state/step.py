@@ -24,7 +24,14 @@
   (`outputs.request_content`), so a reused `request_id` with other content gets another id.
 * Sharding (`shards > 1`): every cluster event reaches every shard and is applied by all of them,
   but only shard 0 emits what events produce (their alerts, and dead letters that were not
-  requests); a request reaches only its own shard, which answers it.
+  requests); a request reaches only its own shard, which answers it. Status records and skew
+  alerts are per shard: each shard emits its own.
+* After each record and each timed change (a record boundary, at the cluster clock) the cluster's
+  status record is emitted when due (`state.status`: change-driven, at most once per
+  `engine.statusIntervalSeconds`); a record due at an interval's end is settled like a timed change.
+  Each placing decision (a create, a replace) is counted in its skew window, which may open or
+  resolve a `placement.cluster.skew` alert after the decision's own outputs (`state.skew`). The step
+  counts the ledger alerts it emits for the status (`StatusState.count`).
 
 Policy errors become `failed` decisions (`NotEnoughBookiesError` -> `NOT_ENOUGH_BOOKIES`, another
 `PlacementError` -> its `.code`, `ValueError` -> `INVALID_REQUEST`). Nothing raises out of `step` for

@@ -203,3 +203,26 @@ def test_a_snapshot_mid_window_continues_with_identical_outputs(cut):
     restored.check_invariants()
     assert [o.to_json() for o in first.outputs + rest.outputs] == whole
     assert any('"placement.cluster.skew"' in text for text in whole), "the run exercises a skew alert"
+
+
+def test_the_examples_of_docs_status_and_skew_are_what_the_step_writes():
+    """docs/status-and-skew.md's status record and skew alerts, replayed from the scenario it describes
+    (ids included)."""
+    import json
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "status-and-skew.md").read_text(encoding="utf-8")
+    examples = [json.loads(block) for block in re.findall(r"```json\n(\{.*?\})\n```", text, flags=re.S)]
+    racks = {f"/rack-{k}": [f"bk{k}{i}:3181" for i in range(3)] for k in "abcd"}
+    runner = Runner({"ensemblePlacementPolicy": "rackaware"}, cluster="prod")
+    on = {"cluster": "prod"}
+    runner.run(*[writable(0, b, rack, **on) for rack, names in racks.items() for b in names])
+    excluded = racks["/rack-c"] + racks["/rack-d"]
+    for start, count, exclude in ((0, 300, ()), (300, 600, excluded), (900, 1500, ())):
+        runner.run(*[create(1_000 + 100 * i, f"create-{i}", 2, 2, 2, ledger_id=i, exclude=exclude, **on)
+                     for i in range(start, start + count)])
+    written = {o.payload["id"]: o.payload for o in runner.outputs}
+    assert [e["type"] for e in examples] == [STATUS_TYPE, "placement.cluster.skew", "placement.cluster.skew.resolved"]
+    for example in examples:
+        assert example == written[example["id"]]
