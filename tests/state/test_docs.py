@@ -56,9 +56,9 @@ def _alerts_of_every_type() -> list[dict]:
         runner.run(lost(t + 1000, "bk5:3181", **on))
     runner.run(create(60_000, "create-3", 7, 3, 2, ledger_id=4713, **on))
     runner.run(writable(61_000, "bk5:3181", **on))
-    [readhere] = runner.alerts("placement.ledger.re_adhere_possible")
-    runner.run(check(63_000, "check-1", readhere["data"]["fix"]["ensemble"], 3, 2,
-                     ledger_id=readhere["data"]["ledger_id"], **on))
+    [re_adhere] = runner.alerts("placement.ledger.re_adhere_possible")
+    runner.run(check(63_000, "check-1", re_adhere["data"]["fix"]["ensemble"], 3, 2,
+                     ledger_id=re_adhere["data"]["ledger_id"], **on))
     runner.run(writable(70_000, "bk6:3181", "/rack-a/deeper", **on))
     runner.run(location(71_000, "bk6:3181", "/rack-c", **on))
     alerts += runner.alerts()
