@@ -6,7 +6,7 @@ Each placing decision (a ledger create, a bookie replace) adds the bookies it pl
 the last `engine.skew.windowDecisions` decisions of its scope: scope `create` holds the ensembles of
 new ledgers, scope `replace` the bookies chosen by replaces, so recovery concentrating on a few
 bookies (a recovery hot spot) is judged on its own, not diluted by creates. A window counts the
-placements per bookie and per rack (the rack the bookie had when it was placed).
+placements per bookie; a rack's are its bookies' (`ScopeWindow.rack_counts`).
 
 **Expected shares.** Every decision carries its *basis*: the share of one placement each bookie
 should get, over the bookies the policy could place on at that moment (`eligible_bookies`):
@@ -113,9 +113,8 @@ class ScopeWindow:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.decisions: deque[tuple[Basis, tuple[str, ...], tuple[str, ...]]] = deque()
+        self.decisions: deque[tuple[Basis, tuple[str, ...]]] = deque()
         self.bookie_counts: dict[str, int] = {}
-        self.rack_counts: dict[str, int] = {}
         self.placements = 0
         self.bases: list[Basis] = []                 # live bases, oldest first
         self.by_content: dict[tuple, Basis] = {}     # content -> live basis
@@ -125,7 +124,7 @@ class ScopeWindow:
 
     # -- the window ----------------------------------------------------------------------------------
 
-    def add(self, basis: Basis, bookies: tuple[str, ...], racks: tuple[str, ...]) -> None:
+    def add(self, basis: Basis, bookies: tuple[str, ...]) -> None:
         """Add one decision's placements; the oldest decision leaves a full window. Cost: O(E)."""
         if basis.placements == 0 and basis not in self.bases:
             # A cached basis whose decisions all left: a live one of the same content stands for it
@@ -135,33 +134,27 @@ class ScopeWindow:
                 basis = live
             else:
                 self._adopt(basis)
-        self.decisions.append((basis, bookies, racks))
+        self.decisions.append((basis, bookies))
         basis.placements += len(bookies)
         self.placements += len(bookies)
-        counts, rack_counts = self.bookie_counts, self.rack_counts
-        for bookie, rack in zip(bookies, racks):
+        counts = self.bookie_counts
+        for bookie in bookies:
             counts[bookie] = counts.get(bookie, 0) + 1
-            rack_counts[rack] = rack_counts.get(rack, 0) + 1
-        while len(self.decisions) > self.size:
+        if len(self.decisions) > self.size:
             self._drop_oldest()
         self.since_check += 1
 
     def _drop_oldest(self) -> None:
-        basis, bookies, racks = self.decisions.popleft()
+        basis, bookies = self.decisions.popleft()
         basis.placements -= len(bookies)
         self.placements -= len(bookies)
-        counts, rack_counts = self.bookie_counts, self.rack_counts
-        for bookie, rack in zip(bookies, racks):
+        counts = self.bookie_counts
+        for bookie in bookies:
             left = counts[bookie] - 1
             if left:
                 counts[bookie] = left
             else:
                 del counts[bookie]
-            left = rack_counts[rack] - 1
-            if left:
-                rack_counts[rack] = left
-            else:
-                del rack_counts[rack]
         if basis.placements == 0:
             self.bases.remove(basis)
             if self.by_content.get(basis.content) is basis:
@@ -196,8 +189,7 @@ class ScopeWindow:
                 del self.by_content[old.content]
         self.bases[0:2] = [merged]
         self.by_content.setdefault(merged.content, merged)
-        self.decisions = deque((merged if b is first or b is second else b, bookies, racks)
-                               for b, bookies, racks in self.decisions)
+        self.decisions = deque((merged if b is first or b is second else b, bookies) for b, bookies in self.decisions)
         # Cached bases may be the merged ones: the next decision builds its basis afresh.
         self.cache.clear()
 
@@ -233,10 +225,29 @@ class ScopeWindow:
         return ({k: (v[0], v[1]) for k, v in sorted(bookies.items())},
                 {k: (v[0], v[1]) for k, v in sorted(racks.items())})
 
+    def rack_counts(self, model: Any) -> dict[str, int]:
+        """Placements per rack: each bookie's count under the rack its newest basis gives it (where the
+        policy placed it), else where the model locates it now (a bookie outside every basis: a last
+        resort, or one that left). Cost: O(placed bookies x bases)."""
+        counts: dict[str, int] = {}
+        newest_first = self.bases[::-1]
+        location_of = model.location_of
+        default = model.default_location
+        for bookie, count in self.bookie_counts.items():
+            rack = None
+            for basis in newest_first:
+                rack = basis.racks.get(bookie)
+                if rack is not None:
+                    break
+            if rack is None:
+                rack = location_of(bookie) or default
+            counts[rack] = counts.get(rack, 0) + count
+        return counts
+
     # -- snapshots -------------------------------------------------------------------------------------
 
     def export_state(self) -> dict[str, Any]:
-        """JSON-able: names tabled once, bases by index, decisions as `[basis, [bookie...], [rack...]]`."""
+        """JSON-able: names tabled once, bases by index, decisions as `[basis, [bookie...]]`."""
         names: dict[str, int] = {}
 
         def index(name: str) -> int:
@@ -248,8 +259,7 @@ class ScopeWindow:
         basis_index = {id(b): i for i, b in enumerate(self.bases)}
         bases = [[[index(b), share, index(basis.racks[b])] for b, share in basis.shares.items()]
                  for basis in self.bases]
-        decisions = [[basis_index[id(basis)], [index(b) for b in bookies], [index(r) for r in racks]]
-                     for basis, bookies, racks in self.decisions]
+        decisions = [[basis_index[id(basis)], [index(b) for b in bookies]] for basis, bookies in self.decisions]
         return {"names": list(names), "bases": bases, "decisions": decisions, "since_check": self.since_check,
                 "open": self.open}
 
@@ -264,16 +274,14 @@ class ScopeWindow:
         self.by_content = {}
         for basis in self.bases:
             self.by_content.setdefault(basis.content, basis)
-        for basis_at, bookie_rows, rack_rows in state["decisions"]:
+        for basis_at, bookie_rows in state["decisions"]:
             basis = self.bases[basis_at]
             bookies = tuple(names[b] for b in bookie_rows)
-            racks = tuple(names[r] for r in rack_rows)
-            self.decisions.append((basis, bookies, racks))
+            self.decisions.append((basis, bookies))
             basis.placements += len(bookies)
             self.placements += len(bookies)
-            for bookie, rack in zip(bookies, racks):
+            for bookie in bookies:
                 self.bookie_counts[bookie] = self.bookie_counts.get(bookie, 0) + 1
-                self.rack_counts[rack] = self.rack_counts.get(rack, 0) + 1
         while len(self.decisions) > self.size:
             self._drop_oldest()
         self.since_check = int(state.get("since_check", 0))
@@ -282,15 +290,12 @@ class ScopeWindow:
     def check_invariants(self) -> None:
         """Assert the counts, the bases' placements and the bound agree with the decisions (tests only)."""
         counts: dict[str, int] = {}
-        rack_counts: dict[str, int] = {}
         per_basis: dict[int, int] = {}
-        for basis, bookies, racks in self.decisions:
-            assert len(bookies) == len(racks)
+        for basis, bookies in self.decisions:
             per_basis[id(basis)] = per_basis.get(id(basis), 0) + len(bookies)
-            for bookie, rack in zip(bookies, racks):
+            for bookie in bookies:
                 counts[bookie] = counts.get(bookie, 0) + 1
-                rack_counts[rack] = rack_counts.get(rack, 0) + 1
-        assert counts == self.bookie_counts and rack_counts == self.rack_counts, "window counts differ"
+        assert counts == self.bookie_counts, "window counts differ from its decisions"
         assert self.placements == sum(counts.values())
         assert {id(b): b.placements for b in self.bases} == per_basis, "live bases differ from the decisions'"
         assert len(self.decisions) <= self.size and len(self.bases) <= MAX_BASES
@@ -336,12 +341,7 @@ class SkewDetector:
         if not self.enabled or not placed:
             return []
         window = self.windows[scope]
-        basis = window.share_for(basis_key(model, request), model)
-        rack_of = basis.racks
-        location_of = model.location_of
-        default = model.default_location
-        racks = tuple([rack_of[b] if b in rack_of else (location_of(b) or default) for b in placed])
-        window.add(basis, tuple(placed), racks)
+        window.add(window.share_for(basis_key(model, request), model), tuple(placed))
         self.decisions_seen += 1
         settings = self.settings
         if window.since_check < settings.skew_check_every or len(window.decisions) < settings.skew_min_decisions:
@@ -352,7 +352,7 @@ class SkewDetector:
     def evaluate(self, model: Any, scope: str, request_id: str, *, shard: int = 0, shards: int = 1) -> list[Output]:
         """Judge a window now: open its alert on offenders, resolve it within the hysteresis bounds."""
         window = self.windows[scope]
-        verdict = judge(window, self.settings.skew_p_value, self.settings.skew_min_ratio)
+        verdict = judge(window, self.settings.skew_p_value, self.settings.skew_min_ratio, model)
         subject = f"cluster/{model.cluster}" if shards == 1 else f"cluster/{model.cluster}/shard/{shard}"
         time_ms = model.clock_ms
         common = {"scope": scope, "window_decisions": len(window.decisions), "placements": window.placements,
@@ -410,7 +410,7 @@ class SkewDetector:
         for window in self.windows.values():
             placements += window.placements
             decisions += len(window.decisions)
-            for rack, count in window.rack_counts.items():
+            for rack, count in window.rack_counts(model).items():
                 observed[rack] = observed.get(rack, 0) + count
             for rack, (mean, _) in window.expected()[1].items():
                 expected[rack] = expected.get(rack, 0.0) + mean
@@ -453,11 +453,11 @@ class Verdict:
         self.items = items
 
 
-def judge(window: ScopeWindow, p_value: float, min_ratio: float) -> Verdict:
-    """The statistic of the module docstring over one window. Cost: O(bases x bookies)."""
+def judge(window: ScopeWindow, p_value: float, min_ratio: float, model: Any) -> Verdict:
+    """The statistic of the module docstring over one window of `model`. Cost: O(bases x bookies)."""
     bookies, racks = window.expected()
     n = window.placements
-    levels = (("rack", racks, window.rack_counts), ("bookie", bookies, window.bookie_counts))
+    levels = (("rack", racks, window.rack_counts(model)), ("bookie", bookies, window.bookie_counts))
     judged = [(level, name, mean, variance, counts.get(name, 0)) for level, items, counts in levels
               for name, (mean, variance) in items.items() if mean > 0 and variance > 0]
     items = len(judged)

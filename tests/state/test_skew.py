@@ -126,7 +126,7 @@ def test_a_rack_that_is_down_is_expected_to_take_nothing_from_then_on():
     # 60 decisions expected /r0 to take a quarter of their placements, the 40 after the outage none.
     assert racks["/r0"][0] == pytest.approx(60 * 3 / 4)
     assert racks["/r1"][0] == pytest.approx(60 * 3 / 4 + 40 * 3 / 3)
-    assert not judge(window, 1e-6, 1.5).offenders
+    assert not judge(window, 1e-6, 1.5, runner.model).offenders
     creates(runner, 100, 200, 5_000)
     assert skew_alerts(runner) == []
     assert "/r0" not in window.expected()[1], "every decision in the window was made without /r0"
@@ -142,7 +142,7 @@ def test_weighted_placement_is_judged_against_the_weights():
     _, racks = runner.model.skew.windows[SCOPE_CREATE].expected()
     assert racks["/r0"][0] / 300 == pytest.approx(0.5), "capped at 3x the median: 1200 of 2400 units"
     # The weights steer placements (more than a uniform quarter), as far as the rack rule lets them.
-    assert runner.model.skew.windows[SCOPE_CREATE].rack_counts["/r0"] / 300 > 0.3
+    assert runner.model.skew.windows[SCOPE_CREATE].rack_counts(runner.model)["/r0"] / 300 > 0.3
 
 
 def test_isolation_expects_the_primary_groups_bookies_only():
@@ -206,7 +206,7 @@ def test_the_z_score_is_the_binomial_one_with_a_continuity_correction():
     window = runner.model.skew.windows[SCOPE_CREATE]
     observed = window.bookie_counts["a:3181"]
     assert observed >= 65, "40 forced, about half of the other 60"
-    verdict = judge(window, 0.01, 1.3)
+    verdict = judge(window, 0.01, 1.3, runner.model)
     assert verdict.items == 4 and verdict.threshold == pytest.approx(NormalDist().inv_cdf(1 - 0.01 / 4))
     z = round((observed - 0.5 - 50) / math.sqrt(100 * 0.5 * 0.5), 3)
     assert [(o["level"], o["name"], o["placements"], o["z"]) for o in verdict.offenders] == [

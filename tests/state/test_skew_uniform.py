@@ -101,5 +101,5 @@ def test_uniform_traffic_on_a_healthy_cluster_never_raises_a_skew_alert(policy):
     for scope in SCOPES:
         window = model.skew.windows[scope]
         assert len(window.decisions) == settings.skew_window, f"the {scope} window is full"
-        verdict = judge(window, settings.skew_p_value, 1.0)
+        verdict = judge(window, settings.skew_p_value, 1.0, model)
         assert verdict.offenders == [], "no item is past the threshold even without the ratio condition"
