@@ -23,6 +23,7 @@ from events import REQUEST_TYPES
 from events.limits import MAX_TIME_MS
 
 from .config import ConfigError
+from .kafka_health import client_logging
 from .metrics_rows import METRICS, OBSERVATION, ROWS
 from .output_limits import record_budget
 from .packed import routing_names
@@ -269,7 +270,7 @@ def check_topics(settings: EngineSettings, timeout_s: float = 15.0) -> None:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers, **settings.kafka_client})
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers, **settings.kafka_client, **client_logging()})
     try:
         existing = admin.list_topics(timeout=timeout_s).topics
     except KafkaException as exc:
@@ -304,7 +305,7 @@ def dead_letter_budget(settings: EngineSettings, timeout_s: float = 10.0) -> int
         raise ConfigError(f"engine.kafka.client.{PRODUCER_LIMIT}: expected an integer, "
                           f"got {settings.kafka_client[PRODUCER_LIMIT]!r}") from None
     topic_limit = None
-    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers, **settings.kafka_client})
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers, **settings.kafka_client, **client_logging()})
     resource = ConfigResource(ConfigResource.Type.TOPIC, settings.dead_letters_topic)
     try:
         entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout=timeout_s)

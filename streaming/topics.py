@@ -21,6 +21,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .config import ConfigError, load_conf
+from .kafka_health import client_logging
 from .settings import BOOTSTRAP_SERVERS, EngineSettings, engine_settings
 
 DEFAULT_PARTITIONS = 3
@@ -52,7 +53,7 @@ class TopicState:
 def _admin(settings: EngineSettings) -> AdminClient:
     if not settings.bootstrap_servers:
         raise ConfigError(f"{BOOTSTRAP_SERVERS}: required by `topics` (host:port[,host:port])")
-    return AdminClient({"bootstrap.servers": settings.bootstrap_servers, **settings.kafka_client})
+    return AdminClient({"bootstrap.servers": settings.bootstrap_servers, **settings.kafka_client, **client_logging()})
 
 
 def _existing(admin: AdminClient, settings: EngineSettings, timeout_s: float) -> dict[str, int]:
