@@ -253,7 +253,7 @@ def from_document(document: dict[str, Any], settings: ModelSettings) -> ClusterM
     if status is None:
         model.status.recount(model.audit.open_alerts())
     else:
-        model.status.import_state(status)
+        model.status.import_state(status, model.settings.status_interval_ms)
     model.skew.import_state(document.get("skew") or {})
     model.rebuild_expiry_heaps()
     return model

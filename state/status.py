@@ -105,7 +105,9 @@ class StatusState:
     def fire_due(self, model: Any, *, shard: int = 0, shards: int = 1) -> list[Output]:
         """The record scheduled for `due_ms` (the step calls this when the cluster's time reaches it)."""
         time_ms, self.due_ms = self.due_ms, None
-        return [] if time_ms is None else self._emit(model, time_ms, shard, shards)
+        if time_ms is None or not model.settings.status_interval_ms:
+            return []
+        return self._emit(model, time_ms, shard, shards)
 
     def _emit(self, model: Any, time_ms: int, shard: int, shards: int) -> list[Output]:
         current = signature(model)
@@ -142,10 +144,13 @@ class StatusState:
         return {"open_ledger_alerts": list(self.open_ledger_alerts), "last_ms": self.last_ms, "due_ms": self.due_ms,
                 "signature": None if self.signature is None else list(self.signature), "digest": self.digest}
 
-    def import_state(self, state: Mapping[str, Any]) -> None:
+    def import_state(self, state: Mapping[str, Any], interval_ms: int) -> None:
+        """Restore `export_state()` output under `engine.statusIntervalSeconds` (in ms) as configured now:
+        a record due under another interval falls due at the end of the new one (none when it is 0)."""
         self.open_ledger_alerts = [int(n) for n in state["open_ledger_alerts"]]
         self.last_ms = state.get("last_ms")
-        self.due_ms = state.get("due_ms")
+        due = state.get("due_ms")
+        self.due_ms = None if due is None or not interval_ms or self.last_ms is None else self.last_ms + interval_ms
         stored = state.get("signature")
         self.signature = None if stored is None else _as_tuple(stored)
         self.digest = state.get("digest")

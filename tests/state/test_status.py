@@ -226,3 +226,19 @@ def test_the_examples_of_docs_status_and_skew_are_what_the_step_writes():
     assert [e["type"] for e in examples] == [STATUS_TYPE, "placement.cluster.skew", "placement.cluster.skew.resolved"]
     for example in examples:
         assert example == written[example["id"]]
+
+
+def test_a_restart_under_another_interval_reports_at_the_new_intervals_end_or_never():
+    runner = three_racks({"engine.statusIntervalSeconds": "60"})
+    runner.run(create(10_000, "r1", 3, 2, 2, ledger_id=1))
+    assert runner.model.status.due_ms == T0 + 60_000
+    shorter = ModelSettings.from_conf({"ensemblePlacementPolicy": "rackaware", "engine.statusIntervalSeconds": "20"})
+    restored = loads(dumps(runner.model), shorter)
+    restored.check_invariants()
+    [record] = statuses(step(restored, "c1", [], shorter, horizon_ms=T0 + 30_000).outputs)
+    assert record["time_ms"] == T0 + 20_000
+    off = ModelSettings.from_conf({"ensemblePlacementPolicy": "rackaware", "engine.statusIntervalSeconds": "0"})
+    restored = loads(dumps(runner.model), off)
+    restored.check_invariants()
+    produced = step(restored, "c1", [create(100_000, "r2", 3, 2, 2, ledger_id=2)], off, horizon_ms=T0 + 900_000)
+    assert statuses(produced.outputs) == []
