@@ -64,10 +64,9 @@ from policies.isolation import IsolatedPolicy, IsolationGroups
 from policies.selection import capped_probabilities
 
 from . import outputs
-from .outputs import Output
+from .outputs import RESOLVED_SUFFIX, Output
 
 ALERT_SKEW = "placement.cluster.skew"
-RESOLVED_SUFFIX = ".resolved"
 SCOPE_CREATE = "create"
 SCOPE_REPLACE = "replace"
 SCOPES = (SCOPE_CREATE, SCOPE_REPLACE)

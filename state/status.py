@@ -52,8 +52,8 @@ import orjson
 from policies import PlacementError
 
 from . import outputs
-from .audit import ALERT_LEDGER_NOT_ADHERING, LEDGER_ALERT_TYPES, RESOLVED_SUFFIX
-from .outputs import ALERT, Output
+from .audit import LEDGER_ALERT_TYPES
+from .outputs import ALERT, ALERT_LEDGER_NOT_ADHERING, RESOLVED_SUFFIX, Output
 
 STATUS = "status"
 STATUS_TYPE = "placement.cluster.status"
