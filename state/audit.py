@@ -74,8 +74,6 @@ from .outputs import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_RE_ADHERE, RESOLVED
 from .registry import AuditEntry, LedgerRegistry, canonical_rule, new_entry
 from .seeding import seeded_random
 
-#: The constant's name before the alert type was renamed; kept while code still imports it.
-ALERT_LEDGER_READHERE = ALERT_LEDGER_RE_ADHERE
 LEDGER_ALERT_TYPES = (ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_RE_ADHERE)
 
 _STRICT = Adherence.MEETS_STRICT.name
@@ -640,7 +638,6 @@ def _disallowed_regions(policy: PlacementPolicy) -> frozenset[str]:
 
 __all__ = [
     "ALERT_LEDGER_NOT_ADHERING",
-    "ALERT_LEDGER_READHERE",
     "ALERT_LEDGER_RE_ADHERE",
     "LEDGER_ALERT_TYPES",
     "RE_ADHERE_BUDGET",

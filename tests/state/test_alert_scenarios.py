@@ -5,7 +5,7 @@ Each test asserts the complete list of alert types it produced, so an extra aler
 
 from events.model import BookieReplace
 from events.times import format_time
-from state.audit import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE
+from state.audit import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_RE_ADHERE
 from state.health import ALERT_DEFAULT_RACK, ALERT_DEPARTURE_PENDING
 from state.outputs import ALERT_DECISION_FAILED, ALERT_FLAPPING, ALERT_NOT_ADHERING
 from tests.state.helpers import CLUSTER, T0, Runner, check, create, feature, location, lost, readonly, writable
@@ -59,14 +59,14 @@ def test_rack_outage_and_recovery():
     [decided] = runner.alerts(produced=produced)
     assert decided["data"]["reason"] and "enforceMinNumRacksPerWriteQuorum" in decided["data"]["action"]
     produced = runner.run(writable(4_000, "c1:3181"))            # the rack is back
-    assert sorted(types(runner, produced)) == [ALERT_LEDGER_NOT_ADHERING + RESOLVED, ALERT_LEDGER_READHERE]
-    readhere = runner.alerts(ALERT_LEDGER_READHERE, produced)[0]
+    assert sorted(types(runner, produced)) == [ALERT_LEDGER_NOT_ADHERING + RESOLVED, ALERT_LEDGER_RE_ADHERE]
+    readhere = runner.alerts(ALERT_LEDGER_RE_ADHERE, produced)[0]
     assert readhere["subject"] == "ledger/2"
     assert [m["with"] for m in readhere["data"]["fix"]["replace"]] == ["c1:3181"]
     # The operator moves the ledger to the suggested ensemble; the check registers it and resolves the alert.
     produced = runner.run(check(5_000, "fixed", readhere["data"]["fix"]["ensemble"], 3, 2, ledger_id=2))
     assert runner.decision("fixed")["adherence"] == "MEETS_STRICT"
-    assert types(runner, produced) == [ALERT_LEDGER_READHERE + RESOLVED]
+    assert types(runner, produced) == [ALERT_LEDGER_RE_ADHERE + RESOLVED]
     [resolved] = runner.alerts(produced=produced)
     assert resolved["subject"] == "ledger/2" and resolved["data"]["adherence"] == "MEETS_STRICT"
 
@@ -144,7 +144,7 @@ def test_departures_spread_wider_than_the_window_do_not_flap_and_an_expired_depa
     # Reported at 230 s, when the delay ended (no fix then: two racks left), then e's join at 231 s
     # makes a fix possible.
     assert types(runner, produced) == [ALERT_DEPARTURE_PENDING + RESOLVED, ALERT_LEDGER_NOT_ADHERING,
-                                       ALERT_LEDGER_READHERE]
+                                       ALERT_LEDGER_RE_ADHERE]
     expired, ledger, readhere = runner.alerts(produced=produced)
     assert expired["data"]["outcome"] == "expired" and ledger["subject"] == "ledger/1"
     assert expired["time"] == ledger["time"] == format_time(T0 + 230_000)

@@ -15,7 +15,7 @@ from collections import OrderedDict
 
 import pytest
 
-from state.audit import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_READHERE, LedgerAudit
+from state.audit import ALERT_LEDGER_NOT_ADHERING, ALERT_LEDGER_RE_ADHERE, LedgerAudit
 from state.registry import AuditEntry, LedgerRegistry
 from tests.state.helpers import format_1, v2_audit
 
@@ -96,7 +96,7 @@ def test_random_operations_give_what_an_ordered_dict_gives_across_pack_and_unpac
             verdict = rng.choice([
                 (False, "FAIL", (), (), False, {ALERT_LEDGER_NOT_ADHERING: f"id-{number}"}),
                 (True, "MEETS_SOFT", ("adherence MEETS_SOFT",), ({"rule": "racks", "spanned": 2},), True,
-                 {ALERT_LEDGER_READHERE: f"id-{number}"}),
+                 {ALERT_LEDGER_RE_ADHERE: f"id-{number}"}),
                 (True, "MEETS_STRICT", (), (), False, {}),
             ])
             for target in (entry, reference[key]):
