@@ -53,8 +53,9 @@ change; an evaluation is O(bases x bookies) every `checkEveryDecisions` decision
 from __future__ import annotations
 
 import math
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import accumulate
 from statistics import NormalDist
 from typing import Any
 
@@ -246,41 +247,51 @@ class ScopeWindow:
     # -- snapshots -------------------------------------------------------------------------------------
 
     def export_state(self) -> dict[str, Any]:
-        """JSON-able: names tabled once, bases by index, decisions as `[basis, [bookie...]]`."""
+        """JSON-able, as flat integer lists: bookie and rack names tabled once; each basis as its
+        bookies, shares and racks; each decision as its basis and how many of `placed` it placed.
+        Cost: O(window x E + bases x bookies)."""
         names: dict[str, int] = {}
-
-        def index(name: str) -> int:
-            found = names.get(name)
-            if found is None:
-                found = names[name] = len(names)
-            return found
-
+        setdefault = names.setdefault
+        for bookie in self.bookie_counts:
+            setdefault(bookie, len(names))
+        bases = []
+        for basis in self.bases:
+            bookies = [setdefault(b, len(names)) for b in basis.shares]
+            racks = [setdefault(r, len(names)) for r in basis.racks.values()]
+            bases.append({"bookies": bookies, "shares": list(basis.shares.values()), "racks": racks})
         basis_index = {id(b): i for i, b in enumerate(self.bases)}
-        bases = [[[index(b), share, index(basis.racks[b])] for b, share in basis.shares.items()]
-                 for basis in self.bases]
-        decisions = [[basis_index[id(basis)], [index(b) for b in bookies]] for basis, bookies in self.decisions]
-        return {"names": list(names), "bases": bases, "decisions": decisions, "since_check": self.since_check,
-                "open": self.open}
+        decisions = self.decisions
+        return {"names": list(names), "bases": bases,
+                "decision_bases": [basis_index[id(basis)] for basis, _ in decisions],
+                "decision_sizes": [len(bookies) for _, bookies in decisions],
+                "placed": [names[b] for _, bookies in decisions for b in bookies],
+                "since_check": self.since_check, "open": self.open}
 
     def import_state(self, state: Mapping[str, Any]) -> None:
-        """Restore `export_state()` output; a smaller window drops its oldest decisions."""
+        """Restore `export_state()` output; a smaller window drops its oldest decisions.
+        Cost: O(window x E + bases x bookies)."""
         names = state["names"]
+        name_of = names.__getitem__
         self.bases = []
-        for rows in state["bases"]:
-            shares = {names[b]: float(share) for b, share, _ in rows}
-            racks = {names[b]: names[r] for b, _, r in rows}
-            self.bases.append(Basis(shares, racks))
-        self.by_content = {}
-        for basis in self.bases:
+        for row in state["bases"]:
+            bookies = list(map(name_of, row["bookies"]))
+            basis = Basis(dict(zip(bookies, map(float, row["shares"]))),
+                          dict(zip(bookies, map(name_of, row["racks"]))))
+            self.bases.append(basis)
             self.by_content.setdefault(basis.content, basis)
-        for basis_at, bookie_rows in state["decisions"]:
-            basis = self.bases[basis_at]
-            bookies = tuple(names[b] for b in bookie_rows)
-            self.decisions.append((basis, bookies))
-            basis.placements += len(bookies)
-            self.placements += len(bookies)
-            for bookie in bookies:
-                self.bookie_counts[bookie] = self.bookie_counts.get(bookie, 0) + 1
+        placed = list(map(name_of, state["placed"]))
+        bases = self.bases
+        which, sizes = state["decision_bases"], state["decision_sizes"]
+        ends = list(accumulate(sizes))
+        self.decisions = deque(zip(map(bases.__getitem__, which),
+                                   [tuple(placed[end - size:end]) for size, end in zip(sizes, ends)]))
+        per_basis = [0] * len(bases)
+        for basis_at, size in zip(which, sizes):
+            per_basis[basis_at] += size
+        for basis, count in zip(bases, per_basis):
+            basis.placements = count
+        self.placements = len(placed)
+        self.bookie_counts = dict(Counter(placed))
         while len(self.decisions) > self.size:
             self._drop_oldest()
         self.since_check = int(state.get("since_check", 0))
