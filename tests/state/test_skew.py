@@ -145,6 +145,24 @@ def test_weighted_placement_is_judged_against_the_weights():
     assert runner.model.skew.windows[SCOPE_CREATE].rack_counts(runner.model)["/r0"] / 300 > 0.3
 
 
+def test_a_rack_reporting_far_more_free_disk_than_it_can_take_flags_the_other_racks():
+    """Disk weights reported wrongly: /r0's bookies claim ten times the free disk of the others. With three
+    racks and three bookies per ensemble the rack rule puts one bookie on each rack, so the weights cannot
+    be honoured: the lighter racks take a third each against their 20 % weight share, and are flagged."""
+    racks = {f"/r{k}": [f"r{k}-{i}:3181" for i in range(3)] for k in range(3)}
+    runner = Runner({"ensemblePlacementPolicy": "rackaware", "diskWeightBasedPlacementEnabled": "true"})
+    runner.run(*[writable(0, b, rack) for rack, names in racks.items() for b in names])
+    runner.run(*[disk(0, b, (10 if rack == "/r0" else 1) * 2**40) for rack, names in racks.items() for b in names])
+    runner.run(*[create(1_000 + i, f"c{i}", 3, 3, 2, ledger_id=i) for i in range(300)])
+    [opened] = skew_alerts(runner)
+    data = opened["data"]
+    assert data["basis"] == "weights"
+    flagged_racks = [o for o in data["offenders"] if o["level"] == "rack"]
+    assert {o["name"] for o in flagged_racks} == {"/r1", "/r2"}
+    assert all(o["expected_share"] == 0.2 and o["observed_share"] == pytest.approx(1 / 3, abs=1e-6)
+               for o in flagged_racks), "capped at 3x the median: /r0 expects 60 %"
+
+
 def test_isolation_expects_the_primary_groups_bookies_only():
     conf = {"ensemblePlacementPolicy": "isolated", "bookkeeperClientIsolationGroups": "g1",
             "bookkeeperClientSecondaryIsolationGroups": "g2", **SMALL_WINDOWS}
