@@ -7,7 +7,8 @@ letter keeps its source; the model is one versioned blob in Spark's state store 
 time its next timed change falls due.
 
 Idle clusters (`engine.idleTickSeconds` > 0, the `run` job): a group whose model has a stabilization
-delay or flap window running arms a processing-time timeout. When it fires (the cluster had no records
+delay or flap window running, or a changed status record waiting for its interval to end, arms a
+processing-time timeout. When it fires (the cluster had no records
 for that long), the model is settled up to the event-time watermark (`state.step`'s `horizon_ms`), so an
 ended stabilization delay or flap window is reported without waiting for the cluster's next record, with the outputs and
 ids that record would have brought. While the watermark has not reached the due time the timeout is
@@ -166,9 +167,16 @@ class ModelCache:
 MODEL_CACHE = ModelCache()
 """This worker's cache (module-level: it outlives the per-task function Spark unpickles)."""
 
+def tick_due_ms(model: Any) -> int | None:
+    """When an idle tick is worth arming for: the next stabilization delay or flap window to end, or the
+    end of the interval a changed status record waits for (None: neither)."""
+    dues = [due for due in (model.next_departure_due_ms(), model.next_status_due_ms()) if due is not None]
+    return min(dues) if dues else None
+
+
 class Stepped(NamedTuple):
-    """What `guarded_step` returns: the new state blob, the outputs, and when the model's next
-    stabilization delay or flap window ends (None: none runs, or the group keeps no state)."""
+    """What `guarded_step` returns: the new state blob, the outputs, and when the model's next idle tick
+    is due (`tick_due_ms`; None: nothing waits, or the group keeps no state)."""
 
     state: bytes | None
     outputs: list[Output]
@@ -306,7 +314,7 @@ def guarded_step(state: bytes | None, cluster: str, items: Sequence[Any], settin
     model = model if model is not None else load_model(current, settings)
     if keep_model is not None:
         keep_model(model)
-    return Stepped(current, produced, model.next_departure_due_ms())
+    return Stepped(current, produced, tick_due_ms(model))
 
 
 def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]], settings: ModelSettings,
@@ -367,7 +375,7 @@ def step_slices(state: bytes | None, cluster: str, parts: Sequence[Sequence[Any]
 
 
 def _stepped(model: Any, produced: list[Output]) -> Stepped:
-    return Stepped(dump_model(model), produced, model.next_departure_due_ms())
+    return Stepped(dump_model(model), produced, tick_due_ms(model))
 
 
 def make_state_function(settings: ModelSettings, source_kind: str, shards: int = 1,

@@ -202,3 +202,20 @@ def test_two_requests_the_engine_fails_on_with_one_request_id_get_different_deci
         assert decision["error"]["code"] == "INTERNAL_ERROR"
         ids.append(decision["id"])
     assert ids[0] != ids[1] and ids[0] == ids[2]
+
+
+def test_a_changed_status_waiting_for_its_interval_arms_the_idle_tick_that_writes_it():
+    """In `run`, an idle cluster's changed status is written when the watermark passes the interval's
+    end, not only at the cluster's next record: the group arms its tick for it."""
+    items = _records()
+    state, produced, due = guarded_step(None, "c1", items[:6], SETTINGS)
+    [first] = [o.payload for o in produced if o.kind == "status"]
+    assert first["bookies"]["writable"] == 1, "the first record's status is written at once"
+    assert due == first["time_ms"] + 60_000, "the five later joins wait for the interval's end"
+    state, produced, due = guarded_step(state, "c1", items[6:], SETTINGS)
+    assert not [o for o in produced if o.kind == "status"] and due == first["time_ms"] + 60_000
+    _, ticked, after = guarded_step(state, "c1", [], SETTINGS, horizon_ms=due)
+    [status] = [o.payload for o in ticked if o.kind == "status"]
+    assert status["time_ms"] == due and status["bookies"]["writable"] == 6
+    assert status["write_share"]["decisions"] == 3
+    assert after is None
