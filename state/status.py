@@ -60,7 +60,7 @@ STATUS_TYPE = "placement.cluster.status"
 
 #: The keys of `status_gauges`, in the order the metrics list them.
 GAUGE_KEYS = ("writable", "readonly", "pending_departure", "default_rack", "join_failures", "flapping",
-              "remembered_ledgers", "not_adhering", "re_adhere_possible", "topology_version", "clock_ms")
+              "remembered_ledgers", "not_adhering", "re_adhere_possible", "skew_open", "topology_version", "clock_ms")
 
 # alert type -> (index into StatusState.open_ledger_alerts, +1 or -1)
 _LEDGER_COUNTS: dict[str, tuple[int, int]] = {}
@@ -180,6 +180,7 @@ def status_gauges(model: Any) -> dict[str, int]:
         "remembered_ledgers": len(model.audit),
         "not_adhering": not_adhering,
         "re_adhere_possible": re_adhere,
+        "skew_open": len(model.skew.open_scopes()),
         "topology_version": model.version,
         "clock_ms": model.clock_ms,
     }

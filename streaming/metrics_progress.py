@@ -44,8 +44,8 @@ OTHER_CLUSTERS = "_other"
 BOOKIE_STATES = ("writable", "readonly", "pending_departure")
 """`placement_bookies`' `state` label values (the `state.status.status_gauges` keys)."""
 
-LEDGER_GAUGES = ("remembered_ledgers", "not_adhering", "re_adhere_possible")
-"""Gauges a shard keeps of its own ledgers: a cluster's value is the sum over its shards."""
+LEDGER_GAUGES = ("remembered_ledgers", "not_adhering", "re_adhere_possible", "skew_open")
+"""Gauges a shard keeps of its own ledgers and decisions: a cluster's value is the sum over its shards."""
 
 OPEN_LEDGER_ALERTS = (("not_adhering", ALERT_LEDGER_NOT_ADHERING), ("re_adhere_possible", ALERT_LEDGER_RE_ADHERE))
 """`status_gauges` key -> `placement_open_ledger_alerts`' `type` label (the alert's type)."""
@@ -218,6 +218,8 @@ class EngineMetrics:
         self.remembered = gauge("placement_remembered_ledgers", "Ledgers the audit remembers.", ("cluster",))
         self.open_ledger_alerts = gauge("placement_open_ledger_alerts",
                                         "Open ledger alerts (placement debt), by alert type.", ("cluster", "type"))
+        self.open_skew_alerts = gauge("placement_open_skew_alerts",
+                                      "Open placement.cluster.skew alerts (one per scope and shard).", ("cluster",))
         self.topology_version = gauge("placement_topology_version", "The cluster's topology version.", ("cluster",))
         self.clock = gauge("placement_cluster_clock_seconds", "The cluster's event-time clock (Unix time).",
                            ("cluster",))
@@ -322,6 +324,7 @@ class EngineMetrics:
         self.remembered.labels(label).set(totals.get("remembered_ledgers", 0))
         for key, alert_type in OPEN_LEDGER_ALERTS:
             self.open_ledger_alerts.labels(label, alert_type).set(totals.get(key, 0))
+        self.open_skew_alerts.labels(label).set(totals.get("skew_open", 0))
         if label != OTHER_CLUSTERS:                 # one cluster: `newest` is its latest row
             self.topology_version.labels(label).set(newest.get("topology_version", 0))
             self.clock.labels(label).set(newest.get("clock_ms", 0) / 1000)

@@ -7,7 +7,7 @@ import pytest
 
 from state import ModelSettings, dumps, loads, step
 from state.skew import ALERT_SKEW, SCOPE_CREATE, SCOPE_REPLACE, eligible_bookies, judge
-from state.status import STATUS
+from state.status import STATUS, status_gauges
 from tests.state.helpers import Runner, create, disk, lost, replace, writable
 
 RESOLVED = ALERT_SKEW + ".resolved"
@@ -73,12 +73,14 @@ def test_clients_excluding_two_racks_skew_the_other_two_and_uniform_traffic_reso
     top = data["offenders"][0]
     assert data["message"].startswith(f"{top['level']} {top['name']} took ")
     assert runner.model.skew.open_scopes() == [SCOPE_CREATE]
+    assert status_gauges(runner.model)["skew_open"] == 1, "the metrics' placement_open_skew_alerts"
 
     creates(runner, 1_000, 1_500, 1_000)
     [_, resolved] = skew_alerts(runner)
     assert resolved["type"] == RESOLVED and resolved["data"]["resolves"] == opened["id"]
     assert resolved["data"]["severity"] == "info" and resolved["data"]["state"] == "resolved"
     assert runner.model.skew.open_scopes() == []
+    assert status_gauges(runner.model)["skew_open"] == 0
 
 
 def test_a_recovery_hot_spot_opens_the_replace_scope_with_its_bookies_and_rack():

@@ -167,13 +167,15 @@ def test_clusters_past_max_clusters_share_the_other_label_and_their_gauges_are_s
 
 
 def test_a_shard_that_did_not_run_keeps_its_ledger_gauges_and_topology_comes_from_the_latest_row():
-    metrics = _fed([_progress(0, [_row("c1", 0, remembered_ledgers=10, not_adhering=1, writable=6, topology_version=3),
+    metrics = _fed([_progress(0, [_row("c1", 0, remembered_ledgers=10, not_adhering=1, writable=6, topology_version=3,
+                                       skew_open=1),
                                   _row("c1", 1, remembered_ledgers=20, not_adhering=2, writable=6,
                                        topology_version=3)]),
                     _progress(1, [_row("c1", 1, remembered_ledgers=25, not_adhering=0, writable=5, readonly=1,
                                        topology_version=4, clock_ms=90_000)])])
     assert _value(metrics, "placement_remembered_ledgers", cluster="c1") == 10 + 25
     assert _value(metrics, "placement_open_ledger_alerts", cluster="c1", type="placement.ledger.not_adhering") == 1
+    assert _value(metrics, "placement_open_skew_alerts", cluster="c1") == 1, "shard 0's, kept"
     assert _value(metrics, "placement_bookies", cluster="c1", state="writable") == 5
     assert _value(metrics, "placement_bookies", cluster="c1", state="readonly") == 1
     assert _value(metrics, "placement_topology_version", cluster="c1") == 4
