@@ -53,7 +53,7 @@ def test_an_empty_latest_file_is_damage(tmp_path):
 @pytest.fixture
 def topics(kafka_topic):
     return {name: kafka_topic(partitions=1, prefix=name)
-            for name in ("events", "requests", "decisions", "alerts", "dead")}
+            for name in ("events", "requests", "decisions", "alerts", "dead", "status")}
 
 
 def test_run_refuses_a_checkpoint_whose_latest_offsets_file_was_deleted(spark, kafka_bootstrap, topics, tmp_path,

@@ -79,13 +79,15 @@ def _conf(kafka_bootstrap: str, topics: dict[str, str], tmp_path: Path, port: in
                 ("deadLetters", "dead"), ("status", "status"))},
             "engine.checkpointLocation": str(tmp_path / "checkpoint"), "engine.trigger.seconds": "0.5",
             "engine.kafka.maxOffsetsPerTrigger": "8",      # several batches, so the lag is seen above 0
-            "engine.metrics.host": "127.0.0.1", "engine.metrics.port": str(port)}
+            "engine.metrics.host": "127.0.0.1", "engine.metrics.port": str(port),
+            "engine.statusIntervalSeconds": "1"}
     path = tmp_path / "run.properties"
     path.write_text("".join(f"{key}={value}\n" for key, value in conf.items()), encoding="utf-8")
     return path
 
 
-def test_scraped_counters_equal_the_output_topics_and_the_lag_falls_to_0(kafka_bootstrap, kafka_topic, tmp_path):
+def test_scraped_counters_equal_the_output_topics_and_the_lag_falls_to_0(kafka_bootstrap, kafka_topic, tmp_path,
+                                                                        capsys):
     topics = {name: kafka_topic(partitions=2, prefix=f"metrics-{name}") for name in NAMES}
     port = _free_port()
     properties = _conf(kafka_bootstrap, topics, tmp_path, port)
@@ -136,6 +138,25 @@ def test_scraped_counters_equal_the_output_topics_and_the_lag_falls_to_0(kafka_b
     assert code == 0, log[-3000:]
     said = [line for line in log.splitlines() if " behind: " in line or " caught up: " in line]
     assert all(" behind: " not in a or " caught up: " in b for a, b in zip(said, said[1:])), said   # once each
+
+    # The operator's view of the same run: the status command reads the status topic to its end.
+    from streaming.cli import main
+
+    capsys.readouterr()
+    assert main(["status", "--conf", str(properties), "--json"]) == 0
+    shown = {c["cluster"]: c for c in json.loads(capsys.readouterr().out)["clusters"]}
+    latest = {}
+    for record in consume_all(kafka_bootstrap, topics["status"]):
+        status = json.loads(record.value)
+        if status["time_ms"] >= latest.get(status["cluster"], {}).get("time_ms", -1):
+            latest[status["cluster"]] = status
+    # (A record shows its cluster as of its event time: what changed less than engine.statusIntervalSeconds
+    # before the cluster's last record waits for a later record, so the counts are not asserted here.)
+    assert sorted(shown) == sorted(latest) == ["c1", "c2"]
+    for cluster, status in latest.items():
+        assert shown[cluster]["bookies"] == status["bookies"] and status["bookies"]["writable"] >= 1
+        assert shown[cluster]["ledgers"] == status["ledgers"]
+        assert shown[cluster]["topology_version"] == status["topology_version"]
 
 
 def test_a_metrics_port_in_use_stops_run_with_one_line_and_exit_2(kafka_bootstrap, kafka_topic, tmp_path, capsys):

@@ -19,7 +19,7 @@ VALID_REQUESTS = 100
 def topics(kafka_topic):
     """Fresh events, requests and output topics (2 partitions each)."""
     return {name: kafka_topic(partitions=2, prefix=name)
-            for name in ("events", "requests", "decisions", "alerts", "dead")}
+            for name in ("events", "requests", "decisions", "alerts", "dead", "status")}
 
 
 def _run_until_caught_up(spark, conf, name):
