@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 import random
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -92,8 +92,9 @@ class PlacementPolicy(Protocol):
     features dict (`policies.factory`); membership arrives through `on_cluster_changed`, locations
     through `on_bookie_rack_change` / `update_rack_info` / `update_rack_entries`, disk reports through
     `update_bookie_info`; placements and checks answer against that state; `export_state` /
-    `import_state` carry it across a snapshot. The view members are read-only: only the policy's own
-    methods change them.
+    `import_state` carry it across a snapshot; `placement_scope` / `expected_shares` say what share of
+    placements each bookie should get (the write-skew detector, `state.skew`). The view members are
+    read-only: only the policy's own methods change them.
 
     Attributes:
         name: the short policy name (`default`, `rackaware`, `regionaware`, `zoneaware`, `isolated`).
@@ -199,6 +200,33 @@ class PlacementPolicy(Protocol):
         ...
 
     def are_acked_bookies_adhering(self, acked: Iterable[str], write_quorum: int, ack_quorum: int) -> bool:
+        ...
+
+    # -- expected shares (what the write-skew detector compares placements with) ---------------------------
+
+    def placement_scope(self, ensemble_size: int, custom_metadata: Mapping[str, Any] | None) -> Hashable:
+        """What, beyond the topology, selects the bookies a call with these arguments may place on: `()`
+        for every policy but the isolated one with isolation groups configured, whose scope is the call's
+        groups (from its metadata, else the client's) and its ensemble size. Calls of one scope at one
+        topology have the same `expected_shares`. Cost: O(1) (O(metadata) when isolating).
+
+        Raises:
+            PlacementError: the metadata names isolation groups in a form that cannot be read (such a
+                call is refused by the placement too).
+        """
+        ...
+
+    def expected_shares(self, scope: Hashable) -> dict[str, float]:
+        """Each bookie's share of one placement for a call in `scope` (`placement_scope`), over the bookies
+        such a call may place on now, keys sorted by bookie, shares summing to 1 (empty when none).
+
+        Uniform, or, when `diskWeightBasedPlacementEnabled` is on, by free disk with BookKeeper's cap
+        (`bookieMaxMultipleForWeightBasedPlacement` x the median; the policy's own weights). Without the
+        bookies of disallowed regions, and without the default location's bookies when
+        `enforceMinNumRacksPerWriteQuorum` keeps them unused; under isolation, only the bookies the
+        policy's isolation analysis admits for the scope now. The caller's exclusions are not known here
+        and not taken out. Cost: O(bookies).
+        """
         ...
 
     # -- relaxations (what the ledger audit re-checks) -----------------------------------------------------

@@ -17,10 +17,11 @@ no stabilization, rack info handed over whole).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from itertools import repeat
 from typing import Any
 
+from . import shares
 from .api import BookieInfo, PlacementResult, RackEntries
 from .errors import InvalidLocationError, InvalidTopologyError, UnsupportedOperationError
 from .location import DEFAULT_RACK
@@ -110,6 +111,9 @@ class TopologyAwarePolicy:
 
     name = "topology-aware"
     default_location = DEFAULT_RACK
+    #: Whether `enforceMinNumRacksPerWriteQuorum` keeps the bookies of the default location unused
+    #: (spec §4.3): true for the rack-aware placements (rack-aware, isolated, region-aware).
+    enforced_skips_default_rack = False
     #: A twin over a stabilized topology that keeps the same membership (the rack-aware policy's,
     #: when a stabilization period is set); None for the others.
     secondary: TopologyAwarePolicy | None = None
@@ -320,6 +324,35 @@ class TopologyAwarePolicy:
         no longer does (or the rule is unknown), else a `PlacementResult` (empty and FAIL when no fix
         exists now). Policies override it for the rules they emit."""
         return None
+
+    # -- expected shares ----------------------------------------------------------------------------
+
+    def placement_scope(self, ensemble_size: int, custom_metadata: Mapping[str, Any] | None) -> Hashable:
+        """What, beyond the topology, selects the bookies a call may place on: nothing here (`()`);
+        the isolation policy overrides it. Cost: O(1)."""
+        return ()
+
+    def expected_shares(self, scope: Hashable) -> dict[str, float]:
+        """Each bookie's share of one placement for a call in `scope` (`placement_scope`), over the
+        bookies such a call may place on now, sorted by bookie (`placeable_shares`). Cost: O(bookies)."""
+        return self.placeable_shares(())
+
+    def placeable_shares(self, excluded: Collection[str]) -> dict[str, float]:
+        """`shares.expected_shares` over the known bookies, without `excluded`, without the bookies of
+        disallowed regions, and without the default location's bookies when enforcement keeps them
+        unused (`enforced_skips_default_rack`); by the policy's own weights when disk weighting is on.
+        Cost: O(bookies)."""
+        settings = self.settings
+        dropped = set(excluded)
+        disallowed = set(self.disallowed_regions())
+        if disallowed:
+            region_of = self.region_of_bookie
+            dropped.update(b for b in self.known if region_of(b) in disallowed)
+        if self.enforced_skips_default_rack and settings.enforce_min_racks:
+            dropped.update(self.topology.bookies_in(self.default_location))
+        eligible = sorted(b for b in self.known if b not in dropped)
+        return shares.expected_shares(eligible, self.weights if settings.disk_weighted else None,
+                                      settings.max_weight_multiple)
 
     # -- snapshots ------------------------------------------------------------------------------
 

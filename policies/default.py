@@ -13,9 +13,10 @@ Locations are never resolved, so no bookie ever fails to join. It implements the
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
+from . import shares
 from .api import Adherence, BookieInfo, HealthInfo, PlacementResult, RackEntries
 from .base import replace_in_ensemble
 from .errors import NotEnoughBookiesError, UnsupportedOperationError
@@ -155,6 +156,17 @@ class DefaultPolicy:
     def pending_leaves(self) -> dict[str, float]:
         """The default policy has no stabilization: always empty."""
         return {}
+
+    def placement_scope(self, ensemble_size: int, custom_metadata: Mapping[str, Any] | None) -> Hashable:
+        """`()`: every call may place on every writable bookie."""
+        return ()
+
+    def expected_shares(self, scope: Hashable) -> dict[str, float]:
+        """Each writable bookie's share of one placement, sorted by bookie: uniform, or by free disk with
+        BookKeeper's cap when disk weighting is on (`shares.expected_shares`). Cost: O(bookies)."""
+        settings = self.settings
+        return shares.expected_shares(self._population(), self.weights if settings.disk_weighted else None,
+                                      settings.max_weight_multiple)
 
     # -- placement -----------------------------------------------------------------------------------
 

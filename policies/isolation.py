@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Collection, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -298,6 +298,37 @@ class IsolatedPolicy(RackawarePolicy):
         super().import_state(state)
         self._analyses = {}
         self._primary_sets = {}
+
+    # -- expected shares ---------------------------------------------------------------------------
+
+    def placement_scope(self, ensemble_size: int, custom_metadata: Mapping[str, Any] | None) -> Hashable:
+        """With isolation on, the call's groups (`groups_for`: primary, secondary, where they came from)
+        and `ensemble_size`, which select the bookies it may use (`isolation_exclusion`); `()` otherwise.
+
+        Raises:
+            IsolationGroupError: the metadata names groups in a form that cannot be read.
+
+        Cost: O(metadata).
+        """
+        if not self.isolation_enabled:
+            return ()
+        groups = self.groups_for(custom_metadata)
+        return (tuple(sorted(groups.primary)), tuple(sorted(groups.secondary)), groups.source, ensemble_size)
+
+    def expected_shares(self, scope: Hashable) -> dict[str, float]:
+        """As the rack-aware policy's, over the bookies the isolation analysis admits for a call in `scope`
+        (the primary groups' writable bookies, plus the secondary groups' or ungrouped ones when the
+        primary groups are too small, exactly as such a call is placed now). Groups that cannot be
+        applied now (a change since the call) exclude nothing. Cost: O(bookies)."""
+        if not scope:
+            return self.placeable_shares(())
+        primary, secondary, source, ensemble_size = scope  # type: ignore[misc]
+        try:
+            excluded: Collection[str] = self.isolation_exclusion(
+                ensemble_size, IsolationGroups(frozenset(primary), frozenset(secondary), source)).excluded
+        except PlacementError:
+            excluded = ()
+        return self.placeable_shares(excluded)
 
     # -- the exclusion ------------------------------------------------------------------------------
 

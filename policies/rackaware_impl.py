@@ -69,6 +69,7 @@ class RackawarePolicyImpl(RackFastPaths, RackAdherence, TopologyAwarePolicy):
     """
 
     name = "rackaware"
+    enforced_skips_default_rack = True      # spec §4.3
 
     def __init__(self, settings: PlacementSettings, resolver: LocationResolver, clock: Clock,
                  features: MutableMapping[str, int], default_location: str | None = None,

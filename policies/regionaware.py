@@ -90,6 +90,7 @@ class RegionawarePolicy(RegionAllocation, RegionReplacement, RegionAdherence, To
 
     name = POLICY_NAME
     default_location = DEFAULT_REGION_AND_RACK
+    enforced_skips_default_rack = True      # its rack-aware sub-policies' (spec §4.3)
 
     def __init__(self, settings: PlacementSettings, resolver: LocationResolver, clock: Clock,
                  features: MutableMapping[str, int], default_location: str | None = None) -> None:

@@ -5,11 +5,11 @@ here instead of surfacing as a probe that silently stops matching."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Hashable, Mapping
 
 import pytest
 
-from policies import PlacementPolicy, create_policy
+from policies import BookieInfo, PlacementPolicy, create_policy
 from policies.api import PlacementPolicy as ApiPlacementPolicy
 from policies.resolver import LocationResolver
 from policies.settings import PlacementSettings
@@ -21,7 +21,8 @@ from .conftest import ManualClock
 METHODS = {
     "on_cluster_changed", "on_bookie_rack_change", "update_rack_info", "update_rack_entries",
     "update_bookie_info", "restore_readonly", "known_location", "pending_leaves", "reads_feature",
-    "disallowed_regions", "region_of_bookie", "new_ensemble", "replace_bookie", "replace_to_adhere",
+    "disallowed_regions", "region_of_bookie", "placement_scope", "expected_shares", "new_ensemble",
+    "replace_bookie", "replace_to_adhere",
     "is_ensemble_adhering", "are_acked_bookies_adhering", "is_relaxed", "relaxation_fix",
     "register_slow_bookie", "reorder_read_sequence", "reorder_read_lac_sequence", "export_state",
     "import_state", "check_invariants",
@@ -193,3 +194,29 @@ def test_regions_exist_only_under_the_region_aware_policy(label, conf):
         assert policy.region_of_bookie(first) == "a"
     else:
         assert policy.region_of_bookie(first) is None
+
+
+@pytest.mark.parametrize(("label", "conf"), CONFIGURATIONS, ids=[label for label, _ in CONFIGURATIONS])
+def test_expected_shares_follow_the_scope_and_the_disk_weights(label, conf):
+    """`placement_scope` is hashable and `()` except under isolation (the call's groups and ensemble
+    size); `expected_shares` gives every bookie a call may use its share, sorted by bookie: by free disk
+    when disk weighting is on (the disk reports the policy was given), else uniform."""
+    policy, bookies = _build(conf)
+    ordered = sorted(bookies)
+    scope = policy.placement_scope(3, None)
+    assert isinstance(scope, Hashable) and hash(scope) == hash(policy.placement_scope(3, None))
+    if policy.name == "isolated":
+        assert scope == (("g1",), (), "client", 3)
+        assert policy.placement_scope(4, None) != scope, "the ensemble size selects the admitted groups"
+    else:
+        assert scope == ()
+    assert policy.expected_shares(scope) == pytest.approx(dict.fromkeys(ordered, 1 / 6)), "no disk yet: uniform"
+    policy.update_bookie_info({b: BookieInfo(total_disk=100, free_disk=i + 1) for i, b in enumerate(ordered)})
+    shares = policy.expected_shares(scope)
+    assert list(shares) == ordered
+    if policy.settings.disk_weighted:
+        # Free disk 1..6: the cap (3 x the median 3.5, of 21) binds no bookie.
+        assert shares == pytest.approx({b: (i + 1) / 21 for i, b in enumerate(ordered)})
+    else:
+        assert shares == dict.fromkeys(ordered, 1 / 6)
+    assert sum(shares.values()) == pytest.approx(1.0)
