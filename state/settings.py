@@ -19,7 +19,7 @@ its policy and its snapshots take these settings, never the raw mapping.
 | `engine.skew.minDecisions` | 200 | no skew verdict before a window holds this many (at most the window) |
 | `engine.skew.pValue` | 1e-6 | chance of a false skew alarm per evaluation (Bonferroni over racks and bookies) |
 | `engine.skew.minRatio` | 1.5 | an offender's observed share is also at least this times its expected share |
-| `engine.skew.checkEveryDecisions` | 50 | a skew window is judged after every this many of its decisions |
+| `engine.skew.checkEveryDecisions` | 100 | a skew window is judged after every this many of its decisions |
 
 `engine.maxFutureSkewSeconds` defaults to one day: far beyond any clock error of a synchronised host
 (NTP keeps milliseconds; a wrong zone is at most 14 hours), so no honest record of a busy cluster is
@@ -131,7 +131,7 @@ class ModelSettings:
     skew_min_decisions: int = 200
     skew_p_value: float = 1e-6
     skew_min_ratio: float = 1.5
-    skew_check_every: int = 50
+    skew_check_every: int = 100
     placement: PlacementSettings = field(default_factory=PlacementSettings)
 
     @classmethod
@@ -161,7 +161,7 @@ class ModelSettings:
             skew_min_decisions=min_decisions,
             skew_p_value=float_key(conf, SKEW_P_VALUE, 1e-6, above=0.0, below=1.0),
             skew_min_ratio=float_key(conf, SKEW_MIN_RATIO, 1.5, minimum=1.0),
-            skew_check_every=int_key(conf, SKEW_CHECK_EVERY, 50, 1),
+            skew_check_every=int_key(conf, SKEW_CHECK_EVERY, 100, 1),
             placement=placement,
         )
 

@@ -9,28 +9,30 @@ bookies (a recovery hot spot) is judged on its own, not diluted by creates. A wi
 placements per bookie; a rack's are its bookies' (`ScopeWindow.rack_counts`).
 
 **Expected shares.** Every decision carries its *basis*: the share of one placement each bookie
-should get, over the bookies the policy could place on at that moment (`eligible_bookies`):
+should get, over the bookies the policy could place on at that moment. The policy says both (the
+`PlacementPolicy` interface, never its internals): `placement_scope(ensemble_size, metadata)` names
+what beyond the topology selects those bookies (the ledger's isolation groups and ensemble size under
+the isolation policy, nothing otherwise), and `expected_shares(scope)` gives the shares:
 
-* the bookies the policy knows (writable and joined); a departed bookie or a rack that is down has
-  no share from then on, while the decisions made before keep theirs;
+* over the bookies the policy knows (writable and joined); a departed bookie or a rack that is down
+  has no share from then on, while the decisions made before keep theirs;
 * without the bookies of regions placement is switched off in (region-aware), and without the
   default-rack bookies when `enforceMinNumRacksPerWriteQuorum` keeps them unused (spec §4.3);
-* under the isolation policy, the bookies the policy's own isolation analysis admits for that call
-  (`IsolatedPolicy.isolation_exclusion` with the ledger's groups and ensemble size): the primary
+* under the isolation policy, the bookies its own isolation analysis admits for that call: the primary
   groups' writable bookies, plus the secondary groups' (or ungrouped bookies) when the primary
   groups are too small, exactly as the decision was made;
-* the caller's `exclude` is *not* removed: clients that keep excluding some bookies skew the rest,
-  which is what this detects.
+* uniform, or, when `diskWeightBasedPlacementEnabled` is on, proportional to the bookies' free disk
+  with BookKeeper's cap (`bookieMaxMultipleForWeightBasedPlacement` x the median).
 
-Shares are uniform over that set, or, when `diskWeightBasedPlacementEnabled` is on, proportional to
-the bookies' free disk with BookKeeper's cap (`policies.selection.capped_probabilities`, the cap
-`bookieMaxMultipleForWeightBasedPlacement` x the median). A rack's share is the sum of its bookies'.
+The caller's `exclude` is *not* removed: clients that keep excluding some bookies skew the rest,
+which is what this detects. A rack's share is the sum of its bookies' (the racks where the policy
+placed them, `known_location`).
 Over the window, item i expects `sum_d n_d p_i(d)` placements (`n_d` bookies placed by decision d)
 with variance `sum_d n_d p_i(d) (1 - p_i(d))`: the binomial of independent placements. Placements of
 one decision are distinct bookies and spread over racks, so the true variance is smaller and the test
-errs on the quiet side. Decisions share bases: one is built (O(bookies)) only at the first decision
-after the topology version changed, and identical bases are shared; a window keeps at most
-`MAX_BASES`, merging the two oldest (placement-weighted average) beyond that.
+errs on the quiet side. Decisions share bases: a window builds one (O(bookies)) only at its first
+decision of a placement scope after the topology version changed, and identical bases are shared; a
+window keeps at most `MAX_BASES`, merging the two oldest (placement-weighted average) beyond that.
 
 **The statistic.** For every rack and bookie with a positive expected share, the one-sided,
 continuity-corrected z-score `z = (observed - 0.5 - expected) / sqrt(variance)`. With m such items the
@@ -38,7 +40,7 @@ alarm threshold is `z* = NormalDist().inv_cdf(1 - engine.skew.pValue / m)` (Bonf
 that any item of a uniform cluster crosses it in one evaluation is at most `pValue`). An item is an
 offender when `z >= z*` and its observed share is at least `engine.skew.minRatio` times its expected
 share (large windows make tiny, harmless deviations significant; the ratio keeps them quiet).
-A window is evaluated after every `engine.skew.checkEveryDecisions` of its decisions once it holds
+A window is evaluated after every `engine.skew.checkEveryDecisions` (100) of its decisions once it holds
 `engine.skew.minDecisions`. Offenders open one `placement.cluster.skew` alert per scope (the top
 `TOP_OFFENDERS` by z); it is resolved (`placement.cluster.skew.resolved`, `resolves` = the opening
 id) when no item is above the hysteresis bounds, `z* / 2` and `(1 + minRatio) / 2` times its share.
@@ -47,22 +49,21 @@ Each shard judges the decisions it answered (its own windows and alerts; subject
 `cluster/<C>/shard/<s>` when shards > 1).
 
 Cost: O(E) per decision to update a window, plus O(bookies) for a new basis after a topology
-change; an evaluation is O(bases x bookies) every `checkEveryDecisions` decisions.
+change; an evaluation is O(bases x bookies) every `checkEveryDecisions` decisions; the status's write
+share O(bases x racks + placed bookies x bases). A window keeps its expected counts until its next
+decision, so a window that did not move is not summed again.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import accumulate
 from statistics import NormalDist
 from typing import Any
 
 from events.model import LedgerCreate
-from policies import PlacementError
-from policies.isolation import IsolatedPolicy, IsolationGroups
-from policies.selection import capped_probabilities
 
 from . import outputs
 from .outputs import RESOLVED_SUFFIX, Output
@@ -75,8 +76,6 @@ STATISTIC = "one-sided binomial z-score, continuity-corrected, Bonferroni over r
 #: Distinct bases a window keeps; beyond, the two oldest are merged.
 MAX_BASES = 8
 TOP_OFFENDERS = 5
-#: Policies whose `enforceMinNumRacksPerWriteQuorum` keeps default-rack bookies unused (spec §4.3).
-_ENFORCING_POLICIES = frozenset({"rackaware", "isolated", "regionaware"})
 _NORMAL = NormalDist()
 
 
@@ -88,9 +87,10 @@ class Basis:
         racks: bookie -> its rack.
         rack_shares: rack -> the sum of its bookies' shares.
         placements: placements in the window made under this basis.
+        terms: `(name, share, 1 - share)` of every bookie, and of every rack (what `expected` sums).
     """
 
-    __slots__ = ("shares", "racks", "rack_shares", "placements", "content")
+    __slots__ = ("shares", "racks", "rack_shares", "placements", "content", "terms")
 
     def __init__(self, shares: dict[str, float], racks: dict[str, str]) -> None:
         self.shares = shares
@@ -102,6 +102,8 @@ class Basis:
         self.rack_shares = rack_shares
         self.placements = 0
         self.content = (tuple(shares.items()), tuple(racks.items()))
+        self.terms = tuple(tuple((name, share, 1.0 - share) for name, share in items.items())
+                           for items in (shares, rack_shares))
 
 
 class ScopeWindow:
@@ -121,11 +123,15 @@ class ScopeWindow:
         self.cache: dict[tuple, Basis] = {}          # basis key (topology version first) -> basis
         self.since_check = 0
         self.open: str | None = None                 # id of the open skew alert
+        # `expected()` and `expected_racks()`, kept until the window changes.
+        self._expected: tuple[dict[str, tuple[float, float]], dict[str, tuple[float, float]]] | None = None
+        self._expected_racks: dict[str, tuple[float, float]] | None = None
 
     # -- the window ----------------------------------------------------------------------------------
 
     def add(self, basis: Basis, bookies: tuple[str, ...]) -> None:
         """Add one decision's placements; the oldest decision leaves a full window. Cost: O(E)."""
+        self._expected = self._expected_racks = None
         if basis.placements == 0 and basis not in self.bases:
             # A cached basis whose decisions all left: a live one of the same content stands for it
             # (live bases have distinct contents, so a restored window, which has no cache, picks the same).
@@ -209,21 +215,39 @@ class ScopeWindow:
     # -- the statistic ---------------------------------------------------------------------------------
 
     def expected(self) -> tuple[dict[str, tuple[float, float]], dict[str, tuple[float, float]]]:
-        """(bookie -> (expected placements, variance), rack -> the same) over the window.
-        Cost: O(bases x bookies)."""
-        bookies: dict[str, list[float]] = {}
-        racks: dict[str, list[float]] = {}
+        """(bookie -> (expected placements, variance), rack -> the same) over the window, sorted by name.
+        The caller must not change them: they are kept until the window changes.
+        Cost: O(bases x bookies), O(1) again until the next decision."""
+        if self._expected is None:
+            self._expected = (self._sums(0), self.expected_racks())
+        return self._expected
+
+    def expected_racks(self) -> dict[str, tuple[float, float]]:
+        """`expected()[1]` (the racks' only), kept as well. Cost: O(bases x racks), O(1) again until the
+        next decision."""
+        if self._expected is not None:
+            return self._expected[1]
+        if self._expected_racks is None:
+            self._expected_racks = self._sums(1)
+        return self._expected_racks
+
+    def _sums(self, level: int) -> dict[str, tuple[float, float]]:
+        """The expected counts and variances of the bookies (`level` 0) or racks (1): per basis in window
+        order, `n * share` and `n * share * (1 - share)` added to each item's sums (the shares and their
+        complements are the basis's `terms`)."""
+        sums: dict[str, list[float]] = {}
+        get = sums.get
         for basis in self.bases:
             n = basis.placements
-            for items, shares in ((bookies, basis.shares), (racks, basis.rack_shares)):
-                for name, share in shares.items():
-                    entry = items.get(name)
-                    if entry is None:
-                        entry = items[name] = [0.0, 0.0]
-                    entry[0] += n * share
-                    entry[1] += n * share * (1.0 - share)
-        return ({k: (v[0], v[1]) for k, v in sorted(bookies.items())},
-                {k: (v[0], v[1]) for k, v in sorted(racks.items())})
+            for name, share, one_minus in basis.terms[level]:
+                ns = n * share
+                entry = get(name)
+                if entry is None:
+                    sums[name] = [0.0 + ns, 0.0 + ns * one_minus]
+                else:
+                    entry[0] += ns
+                    entry[1] += ns * one_minus
+        return {k: (v[0], v[1]) for k, v in sorted(sums.items())}
 
     def rack_counts(self, model: Any) -> dict[str, int]:
         """Placements per rack: each bookie's count under the rack its newest basis gives it (where the
@@ -272,6 +296,7 @@ class ScopeWindow:
         Cost: O(window x E + bases x bookies)."""
         names = state["names"]
         name_of = names.__getitem__
+        self._expected = self._expected_racks = None
         self.bases = []
         for row in state["bases"]:
             bookies = list(map(name_of, row["bookies"]))
@@ -311,6 +336,10 @@ class ScopeWindow:
         assert len(self.decisions) <= self.size and len(self.bases) <= MAX_BASES
         for basis in self.bases:
             assert abs(sum(basis.shares.values()) - 1.0) < 1e-6 or not basis.shares
+        if self._expected is not None:
+            assert self._expected == (self._sums(0), self._sums(1)), "kept expected counts differ from the window's"
+        if self._expected_racks is not None:
+            assert self._expected_racks == self._sums(1), "kept expected rack counts differ from the window's"
 
 
 class SkewDetector:
@@ -410,7 +439,7 @@ class SkewDetector:
 
     def write_share(self, model: Any) -> dict[str, Any] | None:
         """The status record's `write_share`: placements per rack over both windows against the expected
-        share; None when skew detection is off. Cost: O(bases x bookies)."""
+        share; None when skew detection is off. Cost: O(bases x racks + placed bookies x bases)."""
         if not self.enabled:
             return None
         placements = 0
@@ -422,7 +451,7 @@ class SkewDetector:
             decisions += len(window.decisions)
             for rack, count in window.rack_counts(model).items():
                 observed[rack] = observed.get(rack, 0) + count
-            for rack, (mean, _) in window.expected()[1].items():
+            for rack, (mean, _) in window.expected_racks().items():
                 expected[rack] = expected.get(rack, 0.0) + mean
         racks = []
         for rack in sorted(observed.keys() | expected.keys()):
@@ -506,62 +535,24 @@ def _rounded(value: float, digits: int) -> float:
 
 
 def basis_key(model: Any, request: Any) -> tuple:
-    """The key of a decision's basis: the topology version, and under the isolation policy the
-    ledger's groups and ensemble size (they select which bookies the call could use); every other
-    policy's basis is the same for every call of a version. Cost: O(1) (O(metadata) when isolating)."""
-    policy = model.policy
-    if isinstance(policy, IsolatedPolicy) and policy.isolation_enabled:
-        size = request.ensemble_size if type(request) is LedgerCreate else len(request.ensemble)
-        groups = policy.groups_for(request.metadata_dict())
-        return (model.version, tuple(sorted(groups.primary)), tuple(sorted(groups.secondary)), groups.source, size)
-    return (model.version,)
+    """The key of a decision's basis: the topology version and the policy's `placement_scope` of the
+    request (under the isolation policy the ledger's groups and ensemble size, which select the bookies
+    the call could use; `()` for every other policy, whose basis is the same for every call of a
+    version). Cost: O(1) (O(metadata) when isolating)."""
+    size = request.ensemble_size if type(request) is LedgerCreate else len(request.ensemble)
+    metadata = request.metadata_dict() if request.custom_metadata else None
+    return (model.version, model.policy.placement_scope(size, metadata))
 
 
 def build_basis(model: Any, key: tuple) -> Basis:
-    """The basis a `basis_key` names, at the model's current state. Cost: O(bookies)."""
-    if len(key) > 1:
-        _, primary, secondary, source, size = key
-        groups = IsolationGroups(frozenset(primary), frozenset(secondary), source)
-        return _basis(model, eligible_bookies(model, groups, size))
-    return _basis(model, eligible_bookies(model))
-
-
-def eligible_bookies(model: Any, groups: Any = None, ensemble_size: int = 0) -> list[str]:
-    """The bookies the policy can place on now, sorted (see the module docstring). Cost: O(bookies)."""
+    """The basis a `basis_key` names, at the model's current state: the policy's `expected_shares` of
+    the scope, each bookie in the rack the policy placed it in. Cost: O(bookies)."""
     policy = model.policy
-    known = policy.known
-    excluded: Iterable[str] = ()
-    if groups is not None:
-        try:
-            excluded = policy.isolation_exclusion(ensemble_size, groups).excluded
-        except PlacementError:
-            excluded = ()      # the groups cannot be applied now (the decision was made before a change)
-    excluded = set(excluded)
-    disallowed = set(policy.disallowed_regions())
-    if disallowed:
-        excluded |= {b for b in known if policy.region_of_bookie(b) in disallowed}
-    topology = policy.topology
-    if topology is not None and model.placement.enforce_min_racks and model.policy_name in _ENFORCING_POLICIES:
-        excluded |= set(topology.bookies_in(policy.default_location))
-    return sorted(b for b in known if b not in excluded)
-
-
-def _basis(model: Any, eligible: list[str]) -> Basis:
-    policy = model.policy
-    if model.placement.disk_weighted and eligible:
-        disk = model.disk
-        weights = [disk[b].free_disk if b in disk else 0 for b in eligible]
-        mass = capped_probabilities(weights, model.placement.max_weight_multiple)
-        total = sum(mass)
-        shares = {b: m / total for b, m in zip(eligible, mass)}
-    else:
-        share = 1.0 / len(eligible) if eligible else 0.0
-        shares = dict.fromkeys(eligible, share)
+    shares = policy.expected_shares(key[1])
     default = policy.default_location
     known_location = policy.known_location
-    racks = {b: known_location(b) or default for b in eligible}
-    return Basis(shares, racks)
+    return Basis(shares, {b: known_location(b) or default for b in shares})
 
 
 __all__ = ["ALERT_SKEW", "MAX_BASES", "SCOPES", "SCOPE_CREATE", "SCOPE_REPLACE", "Basis", "ScopeWindow",
-           "SkewDetector", "eligible_bookies", "judge"]
+           "SkewDetector", "judge"]

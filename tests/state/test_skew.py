@@ -6,7 +6,7 @@ from statistics import NormalDist
 import pytest
 
 from state import ModelSettings, dumps, loads, step
-from state.skew import ALERT_SKEW, SCOPE_CREATE, SCOPE_REPLACE, eligible_bookies, judge
+from state.skew import ALERT_SKEW, SCOPE_CREATE, SCOPE_REPLACE, judge
 from state.status import STATUS, status_gauges
 from tests.state.helpers import Runner, create, disk, lost, replace, writable
 
@@ -36,7 +36,7 @@ def creates(runner, start, count, t0, **kwargs):
 def test_the_skew_keys_have_defaults_and_errors_name_the_key():
     settings = ModelSettings.from_conf({})
     assert (settings.status_interval_s, settings.skew_window, settings.skew_min_decisions, settings.skew_p_value,
-            settings.skew_min_ratio, settings.skew_check_every) == (60, 1000, 200, 1e-6, 1.5, 50)
+            settings.skew_min_ratio, settings.skew_check_every) == (60, 1000, 200, 1e-6, 1.5, 100)
     small = ModelSettings.from_conf({"engine.skew.windowDecisions": "80", "engine.skew.pValue": "0.001"})
     assert (small.skew_window, small.skew_min_decisions, small.skew_p_value) == (80, 80, 0.001)
     for key, value, expected in [("engine.skew.pValue", "0", "a number > 0 and < 1"),
@@ -172,11 +172,11 @@ def test_isolation_expects_the_primary_groups_bookies_only():
     group = {"/r0": "g1", "/r1": "g1", "/r2": "g2", "/r3": None}
     runner.run(*[writable(0, b, rack, group=group[rack]) for rack, names in FOUR_RACKS.items() for b in names])
     primary = sorted(FOUR_RACKS["/r0"] + FOUR_RACKS["/r1"])
-    model = runner.model
-    groups = model.policy.groups_for(None)
-    assert eligible_bookies(model, groups, 3) == primary
-    assert eligible_bookies(model, groups, 9) == sorted(primary + FOUR_RACKS["/r2"]), "secondary admitted"
-    assert eligible_bookies(model) == sorted(b for names in FOUR_RACKS.values() for b in names)
+    policy = runner.model.policy
+    assert policy.expected_shares(policy.placement_scope(3, None)) == dict.fromkeys(primary, 1 / 8)
+    assert list(policy.expected_shares(policy.placement_scope(9, None))) == sorted(primary + FOUR_RACKS["/r2"]), \
+        "secondary admitted"
+    assert list(policy.expected_shares(())) == sorted(b for names in FOUR_RACKS.values() for b in names)
     creates(runner, 0, 400, 1_000)
     assert skew_alerts(runner) == [], "every placement is on the primary group, as expected"
     bookies, _ = runner.model.skew.windows[SCOPE_CREATE].expected()
