@@ -22,7 +22,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -31,6 +31,7 @@ from policies import create_policy
 from state.settings import SEED
 
 from .config import ConfigError, load_conf
+from .progress import add_progress_argument
 from .settings import EngineSettings, engine_settings
 
 log = logging.getLogger(__name__)
@@ -116,15 +117,18 @@ def _settings(path: str, conf: Mapping[str, str]) -> EngineSettings:
 
 
 def run_compare(spark: Any, configurations: Sequence[Configuration], events: Sequence[str | Path], out: str | Path,
-                *, complete_search: bool = True, stream: TextIO | None = None) -> dict[str, Any]:
+                *, complete_search: bool = True, stream: TextIO | None = None,
+                progress: bool = True) -> dict[str, Any]:
     """Replay `events` under each configuration into `out/<label>/`, write `out/comparison.json` and
-    `out/report.html`; return the comparison."""
+    `out/report.html`; return the comparison. Each replay shows its progress on `stream` under its label
+    (`streaming.progress`; `progress=False`: none), after a line naming it."""
     from .compare_stats import configuration_figures, topology_changes
-    from .demo import _progress
+    from .progress import ProgressDisplay
     from .replay import input_files, run_replay
     from .report import write_report
 
     stream = stream if stream is not None else sys.stderr
+    display = ProgressDisplay(stream, enabled=progress)
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = input_files(events)
@@ -137,10 +141,7 @@ def run_compare(spark: Any, configurations: Sequence[Configuration], events: Seq
         stream.write(f"compare {step} {configuration.label} ({configuration.path}, policy "
                      f"{configuration.settings.configured_policy}, search {configuration.search}): replaying...\n")
         stream.flush()
-        progress: Callable[[dict], None] = lambda update: _progress(update, stream)  # noqa: E731
-        summary = run_replay(spark, configuration.settings, files, where, progress=progress)
-        if stream.isatty():
-            stream.write("\n")
+        summary = run_replay(spark, configuration.settings, files, where, display=display, label=configuration.label)
         placement = configuration.settings.model.placement
         counted = configuration_figures(where, topology, default_location=_default_location(configuration.conf),
                                         disk_weighted=placement.disk_weighted,
@@ -249,7 +250,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     input_files(args.events)  # a missing --events path stops here, before Spark starts
     spark = engine_session(configurations[0].settings, "placement-engine-compare", SHORT_RUN_JAVA_OPTIONS)
-    run_compare(spark, configurations, args.events, args.out, complete_search=not args.no_complete_search)
+    run_compare(spark, configurations, args.events, args.out, complete_search=not args.no_complete_search,
+                progress=not args.no_progress)
     return 0
 
 
@@ -268,6 +270,7 @@ def add_parser(sub: Any) -> None:
     compare.add_argument("--out", required=True, metavar="DIR")
     compare.add_argument("--no-complete-search", action="store_true",
                          help=f"do not replay failing configurations again with {SEARCH_KEY}={COMPLETE_SEARCH}")
+    add_progress_argument(compare)
     compare.set_defaults(func=cmd_compare)
 
 

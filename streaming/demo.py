@@ -133,17 +133,6 @@ def write_input(records: list[dict], path: Path) -> None:
                 out.write(json.dumps(record, separators=(",", ":")) + "\n")
 
 
-def _progress(update: dict, stream=None) -> None:
-    """One progress line per micro-batch, with its output counts: rewritten in place on a terminal, a line
-    each in a log (`compare` shows each configuration's replay with it)."""
-    stream = stream if stream is not None else sys.stderr
-    done = update.get("decision", 0)
-    line = (f"  batch {update['batch']:>3}: {done} decisions, {update.get('alert', 0)} alerts, "
-            f"{update.get('dead_letter', 0)} dead letters")
-    stream.write(f"\r{line}" if stream.isatty() else f"{line}\n")
-    stream.flush()
-
-
 CONF_FILE = "demo.properties"
 """The demo's whole configuration, written beside `input/` so `replay` can run the same input again."""
 
