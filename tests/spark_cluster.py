@@ -252,6 +252,23 @@ class StandaloneCluster:
         self.stop()
 
 
+def submitted_driver(submit_pid: int) -> int | None:
+    """The Python driver `spark-submit` (pid `submit_pid`, the JVM) started: the process to signal."""
+    children: list[int] = []
+    for task in Path(f"/proc/{submit_pid}/task").glob("*"):   # a JVM starts processes from any of its threads
+        try:
+            children += map(int, (task / "children").read_text().split())
+        except OSError:
+            continue
+    for child in children:
+        try:
+            if "streaming/driver.py" in Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace"):
+                return child
+        except OSError:
+            continue
+    return None
+
+
 def _stat_fields(pid: int) -> list[str]:
     """The fields of ``/proc/PID/stat`` after the command name (state first); empty once it has ended."""
     try:

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.kafka_broker import TansuBroker, consume_all, create_topic, produce_records, unique_topic_name
-from tests.spark_cluster import StandaloneCluster, clean_environment, pyspark_home
+from tests.spark_cluster import StandaloneCluster, clean_environment, pyspark_home, submitted_driver
 
 from .conftest import PACKAGES, ROOT
 
@@ -179,23 +179,6 @@ def _creates(cluster: str, count: int) -> list[dict]:
              "ack_quorum": 2} for n in range(count)]
 
 
-def _driver_process(submit_pid: int) -> int | None:
-    """The Python driver `spark-submit` (pid `submit_pid`, the JVM) started: the process to signal."""
-    children: list[int] = []
-    for task in Path(f"/proc/{submit_pid}/task").glob("*"):   # a JVM starts processes from any of its threads
-        try:
-            children += map(int, (task / "children").read_text().split())
-        except OSError:
-            continue
-    for child in children:
-        try:
-            if "streaming/driver.py" in Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace"):
-                return child
-        except OSError:
-            continue
-    return None
-
-
 @pytest.fixture
 def broker():
     with TansuBroker() as running:
@@ -251,7 +234,7 @@ def test_run_on_the_cluster_answers_every_request(cluster, wheel, node_python, b
             assert time.monotonic() < deadline, f"unanswered after {SUBMIT_GUARD_S} s: {sorted(wanted - answered)}"
             time.sleep(1.0)   # poll interval of the condition below, not a wait for it
             answered = {json.loads(r.value)["request_id"] for r in consume_all(broker.bootstrap, topics["decisions"])}
-        driver = _driver_process(job.pid)
+        driver = submitted_driver(job.pid)
         assert driver is not None, "no Python driver under spark-submit"
         stop_started = time.monotonic()
         os.kill(driver, signal.SIGTERM)

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.kafka_broker import TansuBroker, produce_records
-from tests.spark_cluster import StandaloneCluster, clean_environment
+from tests.spark_cluster import StandaloneCluster, clean_environment, submitted_driver
 from tests.streaming.test_fault_counts import (
     BASE_CONF,
     REQUESTS,
@@ -44,7 +44,6 @@ from .test_standalone import (
     STOP_GUARD_S,
     SUBMIT_GUARD_S,
     _driver_file,
-    _driver_process,
     _packed_environment,
     _spark_submit,
 )
@@ -161,7 +160,7 @@ class _Submitted:
 
     def stop(self) -> int:
         """SIGTERM the Python driver (the job stops after its micro-batch) and wait for spark-submit."""
-        driver = _driver_process(self.process.pid)
+        driver = submitted_driver(self.process.pid)
         assert driver is not None, "no Python driver under spark-submit"
         os.kill(driver, signal.SIGTERM)
         return self.process.wait(timeout=STOP_GUARD_S)

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from tests.kafka_broker import consume_all, produce_records
+from tests.spark_cluster import submitted_driver
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBMIT_GUARD_S = 300
@@ -30,23 +31,6 @@ def _records(cluster: str, requests: int) -> list[tuple[str, str]]:
                 "request_id": f"{cluster}-r{n}", "ledger_id": n, "ensemble_size": 3, "write_quorum": 3,
                 "ack_quorum": 2} for n in range(requests)]
     return [(r["cluster"], json.dumps(r)) for r in bookies + creates]
-
-
-def _python_driver(jvm_pid: int) -> int | None:
-    """The Python driver process that `spark-submit`'s JVM (`jvm_pid`) started, if it runs yet."""
-    children: list[int] = []
-    for task in Path(f"/proc/{jvm_pid}/task").glob("*"):     # a JVM starts processes from any of its threads
-        try:
-            children += map(int, (task / "children").read_text().split())
-        except OSError:
-            continue
-    for child in children:
-        try:
-            if "streaming/driver.py" in Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace"):
-                return child
-        except OSError:
-            continue
-    return None
 
 
 def test_run_under_spark_submit_logs_no_spark_info_no_falling_behind_and_no_cancel_warning(kafka_bootstrap,
@@ -83,7 +67,7 @@ def test_run_under_spark_submit_logs_no_spark_info_no_falling_behind_and_no_canc
             assert job.poll() is None, output.read_text(errors="replace")[-5000:]
             assert time.monotonic() < deadline, "no decisions within the guard"
             time.sleep(0.5)    # poll interval of the condition above, not a wait for it
-        driver = _python_driver(job.pid)
+        driver = submitted_driver(job.pid)
         assert driver is not None, "no Python driver under spark-submit"
         os.kill(driver, signal.SIGTERM)
         code = job.wait(timeout=SUBMIT_GUARD_S)
