@@ -64,10 +64,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                  settings.dead_letters_topic, settings.status_topic, settings.checkpoint_location)
         with StopSignals() as signals:
             serve_until_stopped(query, signals, settings.stop_grace_seconds)
-        metrics.stop()
+        metrics.stop()                     # while the session lives: removing its listener needs it
         stop_spark(spark)
     finally:
-        metrics.stop()
+        metrics.stop()                     # idempotent; on an error path it still closes the endpoint
     return 0
 
 
